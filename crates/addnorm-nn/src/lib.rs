@@ -1,0 +1,50 @@
+#![warn(missing_docs)]
+//! addnorm's modules: normalization layers generic over any [`NormBackend`].
+//!
+//! # Formulas
+//! ```text
+//! LayerNorm     y = (x − μ) / √(σ² + ε) · γ + β     σ² ÷ n or ÷ (n − 1); ε inside √ or on σ
+//! RmsNorm       y = x / √(mean(x²) + ε) · γ (+ β)    optionally over the first ⌈p·n⌉ (pRMSNorm)
+//! DynamicTanh   y = γ · tanh(α·x) + β
+//! ```
+//!
+//! # Shapes
+//! Every norm maps `[..., S₀, …, S_m]` to the same shape, with `normalized_shape =
+//! [S₀, …, S_m]`.
+//!
+//! # Example
+//! A norm inside your own Burn model; the model's backend is bounded by [`NormBackend`]:
+//!
+//! ```
+//! use addnorm_nn::{LayerNorm, LayerNormConfig, NormBackend};
+//! use burn::nn::{Linear, LinearConfig};
+//! use burn::prelude::*;
+//!
+//! #[derive(Module, Debug)]
+//! struct Mlp<B: Backend> {
+//!     linear: Linear<B>,
+//!     norm: LayerNorm<B>,
+//! }
+//!
+//! impl<B: NormBackend> Mlp<B> {
+//!     fn forward(&self, x: Tensor<B, 3>) -> Tensor<B, 3> {
+//!         self.norm.forward(self.linear.forward(x))
+//!     }
+//! }
+//!
+//! let device = Default::default();
+//! let mlp = Mlp::<burn::backend::NdArray> {
+//!     linear: LinearConfig::new(4, 8).init(&device),
+//!     norm: LayerNormConfig::new(vec![8]).init(&device),
+//! };
+//! let y = mlp.forward(Tensor::ones([2, 5, 4], &device));
+//! assert_eq!(y.dims(), [2, 5, 8]);
+//! ```
+
+pub mod norm;
+
+pub use addnorm_kernels::{Centering, EpsilonPlacement, NormBackend, RowNormSpec, Variance};
+pub use norm::{
+    Affine, DynamicTanh, DynamicTanhConfig, Identity, LayerNorm, LayerNormConfig, Norm, NormConfig,
+    RmsNorm, RmsNormConfig,
+};

@@ -1,0 +1,151 @@
+//! [`Norm`] and [`NormConfig`]: one normalization chosen from a config, so a model (the
+//! transformer block, or yours) can switch between LayerNorm, RMSNorm, DyT and no norm
+//! without changing its type.
+//!
+//! ```text
+//! Norm::Layer(ln)        y = (x − μ) / √(σ² + ε) · γ + β
+//! Norm::Rms(rms)         y = x / √(mean(x²) + ε) · γ
+//! Norm::DynamicTanh(d)   y = γ · tanh(α·x) + β
+//! Norm::Identity         y = x
+//! ```
+//!
+//! # Shapes
+//! - input: `[..., S₀, …, S_m]`; output: same as the input
+//!
+//! # Example
+//! ```
+//! use addnorm_nn::{Norm, NormConfig};
+//! use burn::backend::NdArray;
+//! use burn::tensor::{Tensor, TensorData, Tolerance};
+//!
+//! let device = Default::default();
+//! // The kind comes from the config; the width is set where the norm is used.
+//! let config = NormConfig::rms(0).with_d_model(2);
+//! let norm: Norm<NdArray> = config.init(&device);
+//! let x = Tensor::<NdArray, 2>::from_floats([[3.0, 4.0]], &device);
+//! norm.forward(x).into_data().assert_approx_eq::<f32>(
+//!     &TensorData::from([[0.8485, 1.1314]]), // x / √12.5
+//!     Tolerance::absolute(1e-4),
+//! );
+//! ```
+
+use burn::config::Config;
+use burn::module::Module;
+use burn::tensor::{Tensor, backend::Backend};
+
+use addnorm_kernels::NormBackend;
+
+use super::dyt::{DynamicTanh, DynamicTanhConfig};
+use super::layer::{LayerNorm, LayerNormConfig};
+use super::rms::{RmsNorm, RmsNormConfig};
+
+/// Which normalization to build, with its options. See [`Norm`].
+#[derive(Config, Debug)]
+pub enum NormConfig {
+    /// A [`LayerNorm`].
+    Layer(LayerNormConfig),
+    /// An [`RmsNorm`].
+    Rms(RmsNormConfig),
+    /// A [`DynamicTanh`].
+    DynamicTanh(DynamicTanhConfig),
+    /// No normalization: `y = x`.
+    Identity,
+}
+
+impl NormConfig {
+    /// A default [`LayerNormConfig`] over the last dimension of width `d_model`.
+    pub fn layer(d_model: usize) -> Self {
+        Self::Layer(LayerNormConfig::new(vec![d_model]))
+    }
+
+    /// A default [`RmsNormConfig`] over the last dimension of width `d_model`.
+    pub fn rms(d_model: usize) -> Self {
+        Self::Rms(RmsNormConfig::new(vec![d_model]))
+    }
+
+    /// A default [`DynamicTanhConfig`] over the last dimension of width `d_model`.
+    pub fn dynamic_tanh(d_model: usize) -> Self {
+        Self::DynamicTanh(DynamicTanhConfig::new(vec![d_model]))
+    }
+
+    /// The same kind and options, normalizing over `normalized_shape` instead.
+    pub fn with_normalized_shape(&self, normalized_shape: Vec<usize>) -> Self {
+        match self {
+            Self::Layer(c) => Self::Layer(LayerNormConfig {
+                normalized_shape,
+                ..c.clone()
+            }),
+            Self::Rms(c) => Self::Rms(RmsNormConfig {
+                normalized_shape,
+                ..c.clone()
+            }),
+            Self::DynamicTanh(c) => Self::DynamicTanh(DynamicTanhConfig {
+                normalized_shape,
+                ..c.clone()
+            }),
+            Self::Identity => Self::Identity,
+        }
+    }
+
+    /// The same kind and options, normalizing over the last dimension of width `d_model`.
+    /// This is how a model fits a user's choice of norm to each of its layers.
+    pub fn with_d_model(&self, d_model: usize) -> Self {
+        self.with_normalized_shape(vec![d_model])
+    }
+
+    /// A short lower-case name of the kind: `layer`, `rms`, `dyt` or `identity`.
+    pub fn kind_name(&self) -> &'static str {
+        match self {
+            Self::Layer(_) => "layer",
+            Self::Rms(_) => "rms",
+            Self::DynamicTanh(_) => "dyt",
+            Self::Identity => "identity",
+        }
+    }
+
+    /// Builds the chosen module on `device`.
+    ///
+    /// # Panics
+    /// As the chosen config's `init`.
+    pub fn init<B: Backend>(&self, device: &B::Device) -> Norm<B> {
+        match self {
+            Self::Layer(c) => Norm::Layer(c.init(device)),
+            Self::Rms(c) => Norm::Rms(c.init(device)),
+            Self::DynamicTanh(c) => Norm::DynamicTanh(c.init(device)),
+            Self::Identity => Norm::Identity(Identity),
+        }
+    }
+}
+
+/// The identity map, as a module: the "no norm" choice of [`Norm`].
+#[derive(Module, Clone, Debug, Default)]
+pub struct Identity;
+
+/// A normalization chosen at run time from a [`NormConfig`].
+#[derive(Module, Debug)]
+pub enum Norm<B: Backend> {
+    /// Layer normalization.
+    Layer(LayerNorm<B>),
+    /// RMS normalization.
+    Rms(RmsNorm<B>),
+    /// Dynamic Tanh.
+    DynamicTanh(DynamicTanh<B>),
+    /// No normalization.
+    Identity(Identity),
+}
+
+impl<B: NormBackend> Norm<B> {
+    /// Applies the chosen normalization.
+    ///
+    /// # Shapes
+    /// - input: `[..., S₀, …, S_m]`
+    /// - output: same as the input
+    pub fn forward<const D: usize>(&self, x: Tensor<B, D>) -> Tensor<B, D> {
+        match self {
+            Self::Layer(m) => m.forward(x),
+            Self::Rms(m) => m.forward(x),
+            Self::DynamicTanh(m) => m.forward(x),
+            Self::Identity(_) => x,
+        }
+    }
+}

@@ -1,0 +1,140 @@
+//! Dynamic Tanh, DyT (Zhu et al., 2025, "Transformers without Normalization"): an
+//! element-wise, statistics-free replacement for LayerNorm.
+//!
+//! ```text
+//! y = γ · tanh(α·x) + β        α: one learnable scalar, initialized to alpha_init
+//! ```
+//!
+//! # Shapes
+//! - input: `[..., S₀, …, S_m]` where `normalized_shape = [S₀, …, S_m]`
+//! - α: `[1]`; γ, β: `[S₀·…·S_m]` (elementwise) or `[1]` (scalar)
+//! - output: same as the input
+//!
+//! # Example
+//! ```
+//! use addnorm_nn::{DynamicTanh, DynamicTanhConfig};
+//! use burn::backend::NdArray;
+//! use burn::tensor::{Tensor, TensorData, Tolerance};
+//!
+//! let device = Default::default();
+//! let dyt: DynamicTanh<NdArray> = DynamicTanhConfig::new(vec![3]).init(&device);
+//! let x = Tensor::<NdArray, 2>::from_floats([[0.0, 1.0, -2.0]], &device);
+//! dyt.forward(x).into_data().assert_approx_eq::<f32>(
+//!     &TensorData::from([[0.0, 0.4621, -0.7616]]), // tanh(0.5·x)
+//!     Tolerance::absolute(1e-4),
+//! );
+//! ```
+
+use burn::config::Config;
+use burn::module::{Content, DisplaySettings, Initializer, Module, ModuleDisplay, Param};
+use burn::tensor::{Tensor, backend::Backend};
+
+use addnorm_kernels::NormBackend;
+
+use super::affine::{Affine, init_affine};
+use super::rows::{normalize_trailing, primitive, validate_normalized_shape};
+
+/// Configuration of a [`DynamicTanh`], built with [`DynamicTanhConfig::init`].
+#[derive(Config, Debug)]
+pub struct DynamicTanhConfig {
+    /// The trailing dimensions γ and β span: `vec![d]` for the last dimension.
+    pub normalized_shape: Vec<usize>,
+    /// The initial value of the learnable scalar α. Default: 0.5
+    #[config(default = 0.5)]
+    pub alpha_init: f64,
+    /// How many learnable γ / β values there are. Default: `Affine::Elementwise`
+    #[config(default = "Affine::Elementwise")]
+    pub affine: Affine,
+    /// Whether β is learned (ignored with `Affine::Off`). Default: true
+    #[config(default = true)]
+    pub bias: bool,
+}
+
+impl DynamicTanhConfig {
+    /// Builds the module on `device`, with α = `alpha_init`, γ = 1 and β = 0.
+    ///
+    /// # Panics
+    /// If `normalized_shape` is empty or contains a zero, or `alpha_init` is not finite.
+    pub fn init<B: Backend>(&self, device: &B::Device) -> DynamicTanh<B> {
+        validate_normalized_shape("DynamicTanhConfig", &self.normalized_shape);
+        assert!(
+            self.alpha_init.is_finite(),
+            "DynamicTanhConfig.alpha_init must be finite, got {}",
+            self.alpha_init
+        );
+        let n = self.normalized_shape.iter().product();
+        let (gamma, beta) = init_affine(self.affine, self.bias, n, device);
+        DynamicTanh {
+            alpha: Initializer::Constant {
+                value: self.alpha_init,
+            }
+            .init([1], device),
+            gamma,
+            beta,
+            normalized_shape: self.normalized_shape.clone(),
+            affine: self.affine,
+        }
+    }
+}
+
+/// Dynamic Tanh: `y = γ · tanh(α·x) + β` (see the [module docs](self)).
+///
+/// Built with [`DynamicTanhConfig`].
+#[derive(Module, Debug)]
+#[module(custom_display)]
+pub struct DynamicTanh<B: Backend> {
+    /// The learnable input scale α, `[1]`.
+    pub alpha: Param<Tensor<B, 1>>,
+    /// The learnable scale γ, or `None` with `Affine::Off`.
+    pub gamma: Option<Param<Tensor<B, 1>>>,
+    /// The learnable shift β, or `None` without bias.
+    pub beta: Option<Param<Tensor<B, 1>>>,
+    #[module(skip)]
+    normalized_shape: Vec<usize>,
+    #[module(skip)]
+    affine: Affine,
+}
+
+impl<B: Backend> DynamicTanh<B> {
+    /// The trailing dimensions γ and β span.
+    pub fn normalized_shape(&self) -> &[usize] {
+        &self.normalized_shape
+    }
+}
+
+impl<B: NormBackend> DynamicTanh<B> {
+    /// Applies `γ · tanh(α·x) + β` element-wise.
+    ///
+    /// # Shapes
+    /// - input: `[..., S₀, …, S_m]`
+    /// - output: same as the input
+    ///
+    /// # Panics
+    /// If the input's trailing dimensions are not `normalized_shape`.
+    pub fn forward<const D: usize>(&self, x: Tensor<B, D>) -> Tensor<B, D> {
+        normalize_trailing("DynamicTanh", &self.normalized_shape, x, |rows| {
+            B::dynamic_tanh(
+                rows,
+                self.alpha.val().into_primitive().tensor(),
+                primitive(&self.gamma),
+                primitive(&self.beta),
+            )
+        })
+    }
+}
+
+impl<B: Backend> ModuleDisplay for DynamicTanh<B> {
+    fn custom_settings(&self) -> Option<DisplaySettings> {
+        DisplaySettings::new()
+            .with_new_line_after_attribute(false)
+            .optional()
+    }
+
+    fn custom_content(&self, content: Content) -> Option<Content> {
+        content
+            .add("normalized_shape", &format!("{:?}", self.normalized_shape))
+            .add("affine", &format!("{:?}", self.affine))
+            .add("bias", &self.beta.is_some())
+            .optional()
+    }
+}

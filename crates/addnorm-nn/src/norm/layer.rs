@@ -1,0 +1,169 @@
+//! Layer normalization (Ba et al., 2016) over one or several trailing dimensions, with every
+//! variant the seed notebooks use.
+//!
+//! ```text
+//! μ  = mean(x)                      over the normalized dimensions
+//! σ² = Σ(x − μ)² / n                Variance::Biased   (default; PyTorch)
+//! σ² = Σ(x − μ)² / (n − 1)          Variance::Unbiased (torch.std's default)
+//! y  = (x − μ) / √(σ² + ε) · γ + β   EpsilonPlacement::InsideSqrt (default)
+//! y  = (x − μ) / (σ + ε) · γ + β     EpsilonPlacement::AddedToStd
+//! ```
+//!
+//! # Shapes
+//! - input: `[..., S₀, …, S_m]` where `normalized_shape = [S₀, …, S_m]`
+//! - γ, β: `[S₀·…·S_m]` (elementwise) or `[1]` (scalar)
+//! - output: same as the input
+//!
+//! # Example
+//! The two-dimensional example of the seed notes: normalize each `[1, 3]` slice.
+//!
+//! ```
+//! use addnorm_nn::{LayerNorm, LayerNormConfig};
+//! use burn::backend::NdArray;
+//! use burn::tensor::{Tensor, TensorData, Tolerance};
+//!
+//! let device = Default::default();
+//! let norm: LayerNorm<NdArray> = LayerNormConfig::new(vec![1, 3]).init(&device);
+//! let x = Tensor::<NdArray, 3>::from_floats([[[0.2, 0.1, 0.3]], [[0.5, 0.1, 0.1]]], &device);
+//! norm.forward(x).into_data().assert_approx_eq::<f32>(
+//!     &TensorData::from([[[0.0, -1.2238, 1.2238]], [[1.4140, -0.7070, -0.7070]]]),
+//!     Tolerance::absolute(1e-4),
+//! );
+//! ```
+
+use burn::config::Config;
+use burn::module::{Content, DisplaySettings, Module, ModuleDisplay, Param};
+use burn::tensor::{Tensor, backend::Backend};
+
+use addnorm_kernels::{Centering, EpsilonPlacement, NormBackend, RowNormSpec, Variance};
+
+use super::affine::{Affine, init_affine};
+use super::rows::{normalize_trailing, primitive, validate_epsilon, validate_normalized_shape};
+
+/// Configuration of a [`LayerNorm`], built with [`LayerNormConfig::init`].
+#[derive(Config, Debug)]
+pub struct LayerNormConfig {
+    /// The trailing dimensions to normalize over, as PyTorch's `normalized_shape`: `vec![d]`
+    /// for the last dimension, `vec![s, d]` for the last two.
+    pub normalized_shape: Vec<usize>,
+    /// ε, the stabilizer of the denominator. Default: 1e-5
+    #[config(default = 1e-5)]
+    pub epsilon: f64,
+    /// How many learnable γ / β values there are. Default: `Affine::Elementwise`
+    #[config(default = "Affine::Elementwise")]
+    pub affine: Affine,
+    /// Whether β is learned (ignored with `Affine::Off`). Default: true
+    #[config(default = true)]
+    pub bias: bool,
+    /// The variance divisor, n or n − 1. Default: `Variance::Biased`
+    #[config(default = "Variance::Biased")]
+    pub variance: Variance,
+    /// Whether ε goes under the square root or onto the standard deviation.
+    /// Default: `EpsilonPlacement::InsideSqrt`
+    #[config(default = "EpsilonPlacement::InsideSqrt")]
+    pub epsilon_placement: EpsilonPlacement,
+}
+
+impl LayerNormConfig {
+    /// Builds the module on `device`, with γ = 1 and β = 0.
+    ///
+    /// # Panics
+    /// If `epsilon` is not positive and finite, or `normalized_shape` is empty or contains a
+    /// zero. The message names the field and its value.
+    pub fn init<B: Backend>(&self, device: &B::Device) -> LayerNorm<B> {
+        validate_normalized_shape("LayerNormConfig", &self.normalized_shape);
+        validate_epsilon("LayerNormConfig", self.epsilon);
+        let n = self.normalized_shape.iter().product();
+        let (gamma, beta) = init_affine(self.affine, self.bias, n, device);
+        LayerNorm {
+            gamma,
+            beta,
+            normalized_shape: self.normalized_shape.clone(),
+            affine: self.affine,
+            spec: RowNormSpec {
+                centering: Centering::MeanRemoved,
+                epsilon: self.epsilon,
+                variance: self.variance,
+                epsilon_placement: self.epsilon_placement,
+                statistics_features: None,
+            },
+        }
+    }
+}
+
+/// Layer normalization over the trailing `normalized_shape` dimensions:
+/// `y = (x − μ) / √(σ² + ε) · γ + β` and its variants (see the [module docs](self)).
+///
+/// Built with [`LayerNormConfig`]. Its forward needs `B: NormBackend`, which takes the fused
+/// kernel where the backend has one.
+#[derive(Module, Debug)]
+#[module(custom_display)]
+pub struct LayerNorm<B: Backend> {
+    /// The learnable scale γ, flattened over the normalized shape (`[1]` for
+    /// `Affine::Scalar`), or `None` with `Affine::Off`.
+    pub gamma: Option<Param<Tensor<B, 1>>>,
+    /// The learnable shift β, shaped as γ, or `None` without bias.
+    pub beta: Option<Param<Tensor<B, 1>>>,
+    #[module(skip)]
+    normalized_shape: Vec<usize>,
+    #[module(skip)]
+    affine: Affine,
+    #[module(skip)]
+    spec: RowNormSpec,
+}
+
+impl<B: Backend> LayerNorm<B> {
+    /// The trailing dimensions this norm normalizes over.
+    pub fn normalized_shape(&self) -> &[usize] {
+        &self.normalized_shape
+    }
+
+    /// The row-wise computation this norm performs.
+    pub fn spec(&self) -> RowNormSpec {
+        self.spec
+    }
+}
+
+impl<B: NormBackend> LayerNorm<B> {
+    /// Normalizes `x` over its trailing `normalized_shape` dimensions:
+    /// `y = (x − μ) / √(σ² + ε) · γ + β` (or the configured variant).
+    ///
+    /// # Shapes
+    /// - input: `[..., S₀, …, S_m]`
+    /// - output: same as the input
+    ///
+    /// # Panics
+    /// If the input's trailing dimensions are not `normalized_shape`.
+    pub fn forward<const D: usize>(&self, x: Tensor<B, D>) -> Tensor<B, D> {
+        normalize_trailing("LayerNorm", &self.normalized_shape, x, |rows| {
+            B::norm_rows(
+                rows,
+                primitive(&self.gamma),
+                primitive(&self.beta),
+                self.spec,
+            )
+        })
+    }
+}
+
+impl<B: Backend> ModuleDisplay for LayerNorm<B> {
+    fn custom_settings(&self) -> Option<DisplaySettings> {
+        DisplaySettings::new()
+            .with_new_line_after_attribute(false)
+            .optional()
+    }
+
+    fn custom_content(&self, content: Content) -> Option<Content> {
+        content
+            .add("normalized_shape", &format!("{:?}", self.normalized_shape))
+            .add("epsilon", &self.spec.epsilon)
+            .add("affine", &format!("{:?}", self.affine))
+            .add("bias", &self.beta.is_some())
+            .add("variance", &format!("{:?}", self.spec.variance))
+            .add(
+                "epsilon_placement",
+                &format!("{:?}", self.spec.epsilon_placement),
+            )
+            .optional()
+    }
+}

@@ -1,0 +1,24 @@
+//! Normalization modules: [`LayerNorm`], [`RmsNorm`], [`DynamicTanh`], and [`Norm`] to choose
+//! among them from a config.
+//!
+//! Each one maps `x: [..., S₀, …, S_m]` to the same shape, normalizing over the trailing
+//! `normalized_shape = [S₀, …, S_m]`:
+//!
+//! ```text
+//! LayerNorm     y = (x − μ) / √(σ² + ε) · γ + β     (and its variants)
+//! RmsNorm       y = x / √(mean(x²) + ε) · γ (+ β)
+//! DynamicTanh   y = γ · tanh(α·x) + β
+//! ```
+
+mod affine;
+mod choice;
+mod dyt;
+mod layer;
+mod rms;
+mod rows;
+
+pub use affine::Affine;
+pub use choice::{Identity, Norm, NormConfig};
+pub use dyt::{DynamicTanh, DynamicTanhConfig};
+pub use layer::{LayerNorm, LayerNormConfig};
+pub use rms::{RmsNorm, RmsNormConfig};

@@ -1,0 +1,169 @@
+//! Root-mean-square normalization (Zhang & Sennrich, 2019), with its partial variant
+//! pRMSNorm.
+//!
+//! ```text
+//! k   = n, or ⌈p·n⌉ for pRMSNorm        (the statistics read the first k elements)
+//! rms = √(Σ_{j<k} x_j² / k + ε)
+//! y   = x / rms · γ (+ β)
+//! ```
+//!
+//! It shares LayerNorm's machinery: the same [`RowNormSpec`] with
+//! [`Centering::RootMeanSquare`], the same flattening, the same kernels.
+//!
+//! # Shapes
+//! - input: `[..., S₀, …, S_m]` where `normalized_shape = [S₀, …, S_m]`
+//! - γ, β: `[S₀·…·S_m]` (elementwise) or `[1]` (scalar)
+//! - output: same as the input
+//!
+//! # Example
+//! ```
+//! use addnorm_nn::{RmsNorm, RmsNormConfig};
+//! use burn::backend::NdArray;
+//! use burn::tensor::{Tensor, TensorData, Tolerance};
+//!
+//! let device = Default::default();
+//! let norm: RmsNorm<NdArray> = RmsNormConfig::new(vec![3]).init(&device);
+//! let x = Tensor::<NdArray, 2>::from_floats([[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]], &device);
+//! norm.forward(x).into_data().assert_approx_eq::<f32>(
+//!     &TensorData::from([[0.0, 0.7746, 1.5492], [0.7348, 0.9798, 1.2247]]),
+//!     Tolerance::absolute(1e-4),
+//! );
+//! ```
+
+use burn::config::Config;
+use burn::module::{Content, DisplaySettings, Module, ModuleDisplay, Param};
+use burn::tensor::{Tensor, backend::Backend};
+
+use addnorm_kernels::{Centering, EpsilonPlacement, NormBackend, RowNormSpec, Variance};
+
+use super::affine::{Affine, init_affine};
+use super::rows::{normalize_trailing, primitive, validate_epsilon, validate_normalized_shape};
+
+/// Configuration of an [`RmsNorm`], built with [`RmsNormConfig::init`].
+#[derive(Config, Debug)]
+pub struct RmsNormConfig {
+    /// The trailing dimensions to normalize over: `vec![d]` for the last dimension.
+    pub normalized_shape: Vec<usize>,
+    /// ε, added to the mean square under the root. Default: 1e-6
+    #[config(default = 1e-6)]
+    pub epsilon: f64,
+    /// How many learnable γ / β values there are. Default: `Affine::Elementwise`
+    #[config(default = "Affine::Elementwise")]
+    pub affine: Affine,
+    /// Whether β is learned (ignored with `Affine::Off`). Default: false
+    #[config(default = false)]
+    pub bias: bool,
+    /// pRMSNorm: estimate the RMS from the first `⌈p·n⌉` elements, `p ∈ (0, 1]`. `None`
+    /// reads every element. Default: None
+    #[config(default = "None")]
+    pub partial: Option<f64>,
+}
+
+impl RmsNormConfig {
+    /// Builds the module on `device`, with γ = 1 (and β = 0 with bias).
+    ///
+    /// # Panics
+    /// If `epsilon` is not positive and finite, `normalized_shape` is empty or contains a
+    /// zero, or `partial` is outside (0, 1]. The message names the field and its value.
+    pub fn init<B: Backend>(&self, device: &B::Device) -> RmsNorm<B> {
+        validate_normalized_shape("RmsNormConfig", &self.normalized_shape);
+        validate_epsilon("RmsNormConfig", self.epsilon);
+        let n: usize = self.normalized_shape.iter().product();
+        let statistics_features = self.partial.map(|p| {
+            assert!(
+                p > 0.0 && p <= 1.0,
+                "RmsNormConfig.partial must lie in (0, 1], got {p}"
+            );
+            ((p * n as f64).ceil() as usize).clamp(1, n)
+        });
+        let (gamma, beta) = init_affine(self.affine, self.bias, n, device);
+        RmsNorm {
+            gamma,
+            beta,
+            normalized_shape: self.normalized_shape.clone(),
+            affine: self.affine,
+            spec: RowNormSpec {
+                centering: Centering::RootMeanSquare,
+                epsilon: self.epsilon,
+                variance: Variance::Biased,
+                epsilon_placement: EpsilonPlacement::InsideSqrt,
+                statistics_features,
+            },
+        }
+    }
+}
+
+/// RMS normalization over the trailing `normalized_shape` dimensions:
+/// `y = x / √(mean(x²) + ε) · γ (+ β)` (see the [module docs](self)).
+///
+/// Built with [`RmsNormConfig`].
+#[derive(Module, Debug)]
+#[module(custom_display)]
+pub struct RmsNorm<B: Backend> {
+    /// The learnable scale γ, flattened over the normalized shape (`[1]` for
+    /// `Affine::Scalar`), or `None` with `Affine::Off`.
+    pub gamma: Option<Param<Tensor<B, 1>>>,
+    /// The learnable shift β, shaped as γ, or `None` without bias (the default).
+    pub beta: Option<Param<Tensor<B, 1>>>,
+    #[module(skip)]
+    normalized_shape: Vec<usize>,
+    #[module(skip)]
+    affine: Affine,
+    #[module(skip)]
+    spec: RowNormSpec,
+}
+
+impl<B: Backend> RmsNorm<B> {
+    /// The trailing dimensions this norm normalizes over.
+    pub fn normalized_shape(&self) -> &[usize] {
+        &self.normalized_shape
+    }
+
+    /// The row-wise computation this norm performs.
+    pub fn spec(&self) -> RowNormSpec {
+        self.spec
+    }
+}
+
+impl<B: NormBackend> RmsNorm<B> {
+    /// Divides `x` by its root mean square over the trailing `normalized_shape` dimensions,
+    /// then scales by γ (and shifts by β).
+    ///
+    /// # Shapes
+    /// - input: `[..., S₀, …, S_m]`
+    /// - output: same as the input
+    ///
+    /// # Panics
+    /// If the input's trailing dimensions are not `normalized_shape`.
+    pub fn forward<const D: usize>(&self, x: Tensor<B, D>) -> Tensor<B, D> {
+        normalize_trailing("RmsNorm", &self.normalized_shape, x, |rows| {
+            B::norm_rows(
+                rows,
+                primitive(&self.gamma),
+                primitive(&self.beta),
+                self.spec,
+            )
+        })
+    }
+}
+
+impl<B: Backend> ModuleDisplay for RmsNorm<B> {
+    fn custom_settings(&self) -> Option<DisplaySettings> {
+        DisplaySettings::new()
+            .with_new_line_after_attribute(false)
+            .optional()
+    }
+
+    fn custom_content(&self, content: Content) -> Option<Content> {
+        content
+            .add("normalized_shape", &format!("{:?}", self.normalized_shape))
+            .add("epsilon", &self.spec.epsilon)
+            .add("affine", &format!("{:?}", self.affine))
+            .add("bias", &self.beta.is_some())
+            .add(
+                "partial_features",
+                &format!("{:?}", self.spec.statistics_features),
+            )
+            .optional()
+    }
+}

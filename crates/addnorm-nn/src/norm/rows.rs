@@ -1,0 +1,70 @@
+//! The machinery every row-wise norm shares: checking the normalized shape, flattening
+//! `[..., S₀, …, S_m]` into `[rows, n]` and back.
+//!
+//! # Shapes
+//! - input: `[d₀, …, d_{D−m−1}, S₀, …, S_m]`, with `normalized_shape = [S₀, …, S_m]`
+//! - the backend sees `[rows, n]`, `rows = Π dᵢ`, `n = Π Sⱼ`
+//! - output: the input's shape
+
+use burn::tensor::{Tensor, TensorPrimitive, backend::Backend, ops::FloatTensor};
+
+/// Panics unless `normalized_shape` is non-empty and free of zeros.
+pub(crate) fn validate_normalized_shape(config: &str, normalized_shape: &[usize]) {
+    assert!(
+        !normalized_shape.is_empty(),
+        "{config}.normalized_shape must name at least one dimension, got []"
+    );
+    assert!(
+        normalized_shape.iter().all(|&s| s > 0),
+        "{config}.normalized_shape must not contain 0, got {normalized_shape:?}"
+    );
+}
+
+/// Panics unless ε is positive and finite.
+pub(crate) fn validate_epsilon(config: &str, epsilon: f64) {
+    assert!(
+        epsilon.is_finite() && epsilon > 0.0,
+        "{config}.epsilon must be positive and finite, got {epsilon}"
+    );
+}
+
+/// Checks that `x` ends in `normalized_shape`, flattens it to `[rows, n]`, applies
+/// `normalize` to the primitive and restores the input's shape.
+///
+/// # Panics
+/// If the input's rank is lower than the normalized shape's length, or its trailing
+/// dimensions differ; the message names the expected and the actual shape.
+pub(crate) fn normalize_trailing<B: Backend, const D: usize>(
+    module: &str,
+    normalized_shape: &[usize],
+    x: Tensor<B, D>,
+    normalize: impl FnOnce(FloatTensor<B>) -> FloatTensor<B>,
+) -> Tensor<B, D> {
+    let dims = x.dims();
+    let m = normalized_shape.len();
+    assert!(
+        D >= m,
+        "{module} normalizes the trailing dimensions {normalized_shape:?}, but the input has \
+         rank {D} (shape {dims:?})"
+    );
+    let trailing = &dims[D - m..];
+    assert!(
+        trailing == normalized_shape,
+        "{module} expected the input's trailing dimensions to be {normalized_shape:?} (its \
+         normalized_shape), got {trailing:?} (input shape {dims:?})"
+    );
+    let rows: usize = dims[..D - m].iter().product();
+    let n: usize = normalized_shape.iter().product();
+    if rows == 0 {
+        return x;
+    }
+    let flat = x.reshape([rows, n]).into_primitive().tensor();
+    Tensor::<B, 2>::from_primitive(TensorPrimitive::Float(normalize(flat))).reshape(dims)
+}
+
+/// Unwraps an optional parameter into its primitive.
+pub(crate) fn primitive<B: Backend>(
+    param: &Option<burn::module::Param<Tensor<B, 1>>>,
+) -> Option<FloatTensor<B>> {
+    param.as_ref().map(|p| p.val().into_primitive().tensor())
+}

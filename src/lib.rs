@@ -1,0 +1,44 @@
+#![warn(missing_docs)]
+//! **addnorm**: normalization layers for [Burn](https://burn.dev), with every variant the
+//! usual references disagree on, PyTorch parity, and a stable reduction.
+//!
+//! - [`nn`]: the modules ([`nn::LayerNorm`], [`nn::RmsNorm`], [`nn::DynamicTanh`],
+//!   [`nn::Norm`]) and their configs.
+//! - [`NormBackend`]: the backend bound the modules need; implemented for `NdArray`, `Wgpu`
+//!   and `Autodiff<B>`.
+//! - [`backend`]: the backends enabled by this crate's features, for examples and tests.
+//!
+//! # Formula
+//! `y = (x − μ) / √(σ² + ε) · γ + β` over the trailing `normalized_shape` dimensions, and
+//! the variants listed in [`nn`].
+//!
+//! # Shapes
+//! Every norm maps `[..., S₀, …, S_m]` to the same shape.
+//!
+//! # Example
+//! ```
+//! use addnorm::backend::{Backend, device};
+//! use addnorm::nn::{LayerNormConfig, Variance, EpsilonPlacement, Affine};
+//! use burn::tensor::{Tensor, TensorData, Tolerance};
+//!
+//! // The step-by-step seed notebook: unbiased std, ε added to it, one scalar α and bias.
+//! let norm = LayerNormConfig::new(vec![4])
+//!     .with_variance(Variance::Unbiased)
+//!     .with_epsilon_placement(EpsilonPlacement::AddedToStd)
+//!     .with_affine(Affine::Scalar)
+//!     .init::<Backend>(&device());
+//! let x = Tensor::<Backend, 2>::from_floats([[1.0, 2.0, 3.0, 4.0]], &device());
+//! norm.forward(x).into_data().assert_approx_eq::<f32>(
+//!     &TensorData::from([[-1.1619, -0.3873, 0.3873, 1.1619]]),
+//!     Tolerance::absolute(1e-4),
+//! );
+//! ```
+
+pub mod backend;
+
+/// The modules and configs: norms and their options.
+pub mod nn {
+    pub use addnorm_nn::*;
+}
+
+pub use addnorm_kernels::NormBackend;

@@ -1,0 +1,124 @@
+//! Shared helpers: the per-backend test macro, comparisons and fixture loading.
+
+use burn::tensor::{Tensor, TensorData, backend::Backend};
+
+/// Writes each `fn name<B>(device) { body }` once, generic over an autodiff backend
+/// `B: AutodiffBackend + NormBackend`, and emits one `#[test]` per enabled backend:
+/// `name::ndarray` and `name::wgpu`.
+#[macro_export]
+macro_rules! on_every_backend {
+    ($(
+        $(#[$meta:meta])*
+        fn $name:ident<$B:ident>($device:ident) $body:block
+    )*) => {$(
+        $(#[$meta])*
+        mod $name {
+            #[allow(unused_imports)]
+            use super::*;
+
+            fn run<$B>($device: &burn::tensor::Device<$B>)
+            where
+                $B: burn::tensor::backend::AutodiffBackend + addnorm::NormBackend,
+                <$B as burn::tensor::backend::AutodiffBackend>::InnerBackend: addnorm::NormBackend,
+            $body
+
+            #[cfg(feature = "ndarray")]
+            #[test]
+            fn ndarray() {
+                run::<addnorm::backend::ndarray::AutodiffBackend>(
+                    &addnorm::backend::ndarray::device(),
+                );
+            }
+
+            #[cfg(feature = "wgpu")]
+            #[test]
+            fn wgpu() {
+                run::<addnorm::backend::wgpu::AutodiffBackend>(&addnorm::backend::wgpu::device());
+            }
+        }
+    )*};
+}
+
+/// The values of a tensor as f64, whatever its element type.
+pub fn values<B: Backend, const D: usize>(t: Tensor<B, D>) -> Vec<f64> {
+    t.into_data()
+        .convert::<f64>()
+        .to_vec::<f64>()
+        .expect("float data")
+}
+
+/// A tensor of the given shape from f64 values.
+pub fn tensor<B: Backend, const D: usize>(
+    values: &[f64],
+    shape: [usize; D],
+    device: &B::Device,
+) -> Tensor<B, D> {
+    Tensor::from_data(TensorData::new(values.to_vec(), shape), device)
+}
+
+/// The largest absolute difference between two equally long slices.
+pub fn max_abs_diff(actual: &[f64], expected: &[f64]) -> f64 {
+    assert_eq!(actual.len(), expected.len(), "length mismatch");
+    actual
+        .iter()
+        .zip(expected)
+        .map(|(a, e)| (a - e).abs())
+        .fold(0.0, f64::max)
+}
+
+/// Asserts `actual ≈ expected` within `relative` of the field's scale: its largest absolute
+/// value, floored at 1e-2. The floor matters only for fields that are zero up to
+/// cancellation (dx of a width-1 RMSNorm is `γ·ε/(x² + ε)^{3/2}`, about 1e-5): f32 can only
+/// resolve those to the size of the cancelled terms, so they are compared absolutely.
+pub fn assert_close(what: &str, actual: &[f64], expected: &[f64], relative: f64) {
+    assert!(
+        actual.iter().all(|v| v.is_finite()),
+        "{what}: non-finite values in {actual:?}"
+    );
+    let scale = expected.iter().fold(1e-2_f64, |m, v| m.max(v.abs()));
+    let err = max_abs_diff(actual, expected);
+    assert!(
+        err <= relative * scale,
+        "{what}: max |actual − expected| = {err:.3e} exceeds {relative:e} × scale {scale:.3e}\n\
+         actual:   {:?}\nexpected: {:?}",
+        &actual[..actual.len().min(8)],
+        &expected[..expected.len().min(8)],
+    );
+}
+
+/// Unbiased (n − 1) variance of a slice, for checking the seeds' printed statistics.
+pub fn sample_variance(v: &[f64]) -> f64 {
+    let n = v.len() as f64;
+    let mean = v.iter().sum::<f64>() / n;
+    v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0)
+}
+
+/// The mean of a slice.
+pub fn mean(v: &[f64]) -> f64 {
+    v.iter().sum::<f64>() / v.len() as f64
+}
+
+/// Runs `body` in a fresh process of this test binary, and fails if it fails there.
+///
+/// Burn 0.21 keys a device's default float dtype by the device, not the backend:
+/// `NdArray<f32>` and `NdArray<f64>` share `NdArrayDevice::Cpu`, and whichever touches it
+/// first decides for the whole process. Tests that need `NdArray<f64>` therefore run
+/// alone in a child process, where f64 is the first dtype the device sees.
+pub fn in_own_process(test_path: &str, body: impl FnOnce()) {
+    const CHILD: &str = "ADDNORM_TEST_CHILD";
+    if std::env::var(CHILD).as_deref() == Ok(test_path) {
+        body();
+        return;
+    }
+    let output = std::process::Command::new(std::env::current_exe().expect("test binary"))
+        .args([test_path, "--exact", "--test-threads=1", "--nocapture"])
+        .env(CHILD, test_path)
+        .output()
+        .expect("spawn the test binary");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success() && stdout.contains("1 passed"),
+        "{test_path} failed in its own process:\n{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}

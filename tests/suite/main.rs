@@ -1,0 +1,12 @@
+//! addnorm's integration tests: one test binary, one module per concern.
+//!
+//! Tests that can run on any backend are written once, generic over the backend, and
+//! instantiated by [`on_every_backend!`] for every backend this build enables, so
+//! `cargo test --features wgpu` runs each of them on both ndarray and wgpu.
+
+mod common;
+mod norm_errors;
+mod norm_gradcheck;
+mod norm_parity;
+mod norm_properties;
+mod norm_seeds;
