@@ -42,3 +42,8 @@ pub mod nn {
 }
 
 pub use addnorm_kernels::NormBackend;
+
+/// The README's Rust snippets, compiled as doc tests so that they stay true.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

@@ -4,6 +4,9 @@
 //! instantiated by [`on_every_backend!`] for every backend this build enables, so
 //! `cargo test --features wgpu` runs each of them on both ndarray and wgpu.
 
+mod block_parity;
+mod block_placements;
+mod block_stack;
 mod common;
 mod norm_errors;
 mod norm_gradcheck;

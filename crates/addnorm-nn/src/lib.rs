@@ -1,5 +1,6 @@
 #![warn(missing_docs)]
-//! addnorm's modules: normalization layers generic over any [`NormBackend`].
+//! addnorm's modules: normalization layers generic over any [`NormBackend`], and the small
+//! transformer (attention, feed-forward, residual Add & Norm in every placement) built on them.
 //!
 //! # Formulas
 //! ```text
@@ -41,9 +42,15 @@
 //! assert_eq!(y.dims(), [2, 5, 8]);
 //! ```
 
+pub mod block;
 pub mod norm;
 
 pub use addnorm_kernels::{Centering, EpsilonPlacement, NormBackend, RowNormSpec, Variance};
+pub use block::{
+    Activation, AddNorm, FeedForward, FeedForwardConfig, MultiHeadSelfAttention,
+    MultiHeadSelfAttentionConfig, Placement, StackStats, TransformerBlock, TransformerBlockConfig,
+    TransformerStack, TransformerStackConfig, xavier_normal,
+};
 pub use norm::{
     Affine, DynamicTanh, DynamicTanhConfig, Identity, LayerNorm, LayerNormConfig, Norm, NormConfig,
     RmsNorm, RmsNormConfig,

@@ -1,0 +1,106 @@
+//! The position-wise feed-forward sublayer.
+//!
+//! ```text
+//! FFN(x) = act(x·W₁ + b₁)·W₂ + b₂        act ∈ {GELU, ReLU}
+//! ```
+//!
+//! # Shapes
+//! - input: `[batch, seq, d_model]`; `W₁: [d_model, d_ff]`, `W₂: [d_ff, d_model]`
+//! - output: `[batch, seq, d_model]`
+
+use burn::config::Config;
+use burn::module::{Initializer, Module};
+use burn::nn::{Dropout, DropoutConfig, Linear, Relu};
+use burn::tensor::{Tensor, backend::Backend};
+use serde::{Deserialize, Serialize};
+
+use super::linear::{projection, xavier_normal};
+
+/// The feed-forward nonlinearity.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum Activation {
+    /// GELU, the exact form `x·Φ(x) = ½x(1 + erf(x/√2))`, as PyTorch's `"gelu"`. Computed
+    /// from `erf` so that its gradient is the exact one too: Burn 0.21's `gelu` pairs the
+    /// exact forward with the tanh approximation's derivative (off by up to ~1e-3).
+    #[default]
+    Gelu,
+    /// ReLU, as the original Transformer and PyTorch's default `"relu"`.
+    Relu,
+}
+
+/// Configuration of a [`FeedForward`].
+#[derive(Config, Debug)]
+pub struct FeedForwardConfig {
+    /// The model width.
+    pub d_model: usize,
+    /// The hidden width.
+    pub d_ff: usize,
+    /// The nonlinearity. Default: `Activation::Gelu`
+    #[config(default = "Activation::Gelu")]
+    pub activation: Activation,
+    /// Dropout on the hidden activations. Default: 0.0
+    #[config(default = 0.0)]
+    pub dropout: f64,
+    /// The initializer of W₁ and W₂ (biases start at zero). Default: Xavier-normal, gain 1
+    #[config(default = "xavier_normal(1.0)")]
+    pub initializer: Initializer,
+}
+
+impl FeedForwardConfig {
+    /// Builds the sublayer on `device`.
+    ///
+    /// # Panics
+    /// If a width is zero or `dropout` is outside [0, 1).
+    pub fn init<B: Backend>(&self, device: &B::Device) -> FeedForward<B> {
+        assert!(
+            self.d_model > 0 && self.d_ff > 0,
+            "FeedForwardConfig widths must be positive, got d_model {} and d_ff {}",
+            self.d_model,
+            self.d_ff
+        );
+        super::validate_dropout("FeedForwardConfig", self.dropout);
+        FeedForward {
+            inner: projection(self.d_model, self.d_ff, &self.initializer, device),
+            outer: projection(self.d_ff, self.d_model, &self.initializer, device),
+            dropout: DropoutConfig::new(self.dropout).init(),
+            activation: self.activation,
+        }
+    }
+}
+
+/// `FFN(x) = act(x·W₁ + b₁)·W₂ + b₂` (see the [module docs](self)).
+#[derive(Module, Debug)]
+pub struct FeedForward<B: Backend> {
+    /// The first projection, W₁: `[d_model, d_ff]`.
+    pub inner: Linear<B>,
+    /// The second projection, W₂: `[d_ff, d_model]`.
+    pub outer: Linear<B>,
+    dropout: Dropout,
+    #[module(skip)]
+    activation: Activation,
+}
+
+impl<B: Backend> FeedForward<B> {
+    /// Applies the sublayer.
+    ///
+    /// # Shapes
+    /// - input: `[batch, seq, d_model]`
+    /// - output: `[batch, seq, d_model]`
+    pub fn forward(&self, x: Tensor<B, 3>) -> Tensor<B, 3> {
+        let hidden = self.inner.forward(x);
+        let hidden = match self.activation {
+            Activation::Gelu => exact_gelu(hidden),
+            Activation::Relu => Relu::new().forward(hidden),
+        };
+        self.outer.forward(self.dropout.forward(hidden))
+    }
+}
+
+/// `½x(1 + erf(x/√2))`, differentiated exactly by autodiff.
+fn exact_gelu<B: Backend>(x: Tensor<B, 3>) -> Tensor<B, 3> {
+    (x.clone() * core::f64::consts::FRAC_1_SQRT_2)
+        .erf()
+        .add_scalar(1.0)
+        * x
+        * 0.5
+}

@@ -1,0 +1,35 @@
+//! The projections of the block: `y = x·W + b` with W drawn from a configurable initializer
+//! (Xavier-normal by default) and b = 0.
+//!
+//! # Shapes
+//! - `W: [d_input, d_output]`, `b: [d_output]`; input `[..., d_input]` → `[..., d_output]`
+
+use burn::module::{Initializer, Param};
+use burn::nn::{Linear, LinearConfig};
+use burn::tensor::backend::Backend;
+
+/// The default weight initializer of every projection: Xavier-normal with gain 1,
+/// `W ~ N(0, 2 / (d_in + d_out))`, the setting of Xiong et al.'s analysis.
+pub fn xavier_normal(gain: f64) -> Initializer {
+    Initializer::XavierNormal { gain }
+}
+
+/// A `Linear` whose weight comes from `initializer` and whose bias starts at zero.
+pub(crate) fn projection<B: Backend>(
+    d_input: usize,
+    d_output: usize,
+    initializer: &Initializer,
+    device: &B::Device,
+) -> Linear<B> {
+    let mut linear = LinearConfig::new(d_input, d_output)
+        .with_initializer(initializer.clone())
+        .init(device);
+    linear.bias = Some(Initializer::Zeros.init([d_output], device));
+    linear
+}
+
+/// Replaces a projection's weight by zeros (Xiong et al.'s W^Q = W^K = 0 setting).
+pub(crate) fn zero_weight<B: Backend>(linear: &mut Linear<B>, device: &B::Device) {
+    let dims = linear.weight.dims();
+    linear.weight = Param::from_tensor(burn::tensor::Tensor::zeros(dims, device));
+}

@@ -1,0 +1,36 @@
+//! The transformer: [`MultiHeadSelfAttention`], [`FeedForward`], the residual
+//! [`AddNorm`] with every [`Placement`], [`TransformerBlock`] and the causal-LM
+//! [`TransformerStack`].
+//!
+//! ```text
+//! Post  x = Norm(x + F(x))      Pre  x = x + F(Norm(x))      Peri  x = x + Norm(F(Norm(x)))
+//! DeepNorm  x = Norm(α·x + F(x))      ReZero  x = x + a·F(x)      None  x = x + F(x)
+//! ```
+//!
+//! # Shapes
+//! Blocks map `[batch, seq, d_model]` to itself; the stack maps token ids `[batch, seq]`
+//! to logits `[batch, seq, vocab_size]`.
+
+mod add_norm;
+mod attention;
+mod feed_forward;
+mod linear;
+mod placement;
+mod stack;
+mod transformer_block;
+
+pub use add_norm::AddNorm;
+pub use attention::{MultiHeadSelfAttention, MultiHeadSelfAttentionConfig};
+pub use feed_forward::{Activation, FeedForward, FeedForwardConfig};
+pub use linear::xavier_normal;
+pub use placement::Placement;
+pub use stack::{StackStats, TransformerStack, TransformerStackConfig};
+pub use transformer_block::{TransformerBlock, TransformerBlockConfig};
+
+/// Panics unless `dropout` lies in [0, 1).
+pub(crate) fn validate_dropout(config: &str, dropout: f64) {
+    assert!(
+        (0.0..1.0).contains(&dropout),
+        "{config}.dropout must lie in [0, 1), got {dropout}"
+    );
+}

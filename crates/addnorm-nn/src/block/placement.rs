@@ -1,0 +1,98 @@
+//! Where the normalization sits relative to the residual connection: [`Placement`].
+//!
+//! For a sublayer F (attention or feed-forward) and the residual stream x:
+//!
+//! ```text
+//! Post      x ← Norm(x + F(x))                 Vaswani et al. 2017; the seeds' "Add & Norm"
+//! Pre       x ← x + F(Norm(x))                 plus a final Norm after the stack
+//! Peri      x ← x + Norm(F(Norm(x)))           "Sandwich"; plus a final Norm
+//! DeepNorm  x ← Norm(α·x + F(x))               α = (2N)^¼; W^V, W^O, W₁, W₂ scaled by β = (8N)^−¼
+//! ReZero    x ← x + a·F(x)                     a learnable, starts at 0; no norm
+//! None      x ← x + F(x)                       no norm at all
+//! ```
+//!
+//! # Shapes
+//! Every placement maps the residual stream `[batch, seq, d_model]` to the same shape.
+
+use serde::{Deserialize, Serialize};
+
+/// The residual placement of the norms; see the [module docs](self) for the formulas.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum Placement {
+    /// `x ← Norm(x + F(x))`: the original Transformer (Post-LN).
+    Post,
+    /// `x ← x + F(Norm(x))`, with a final Norm after the stack (Pre-LN).
+    #[default]
+    Pre,
+    /// `x ← x + Norm(F(Norm(x)))`, with a final Norm (Peri-LN, "Sandwich").
+    Peri,
+    /// `x ← Norm(α·x + F(x))`, Wang et al. 2022, with its β-scaled initialization.
+    DeepNorm,
+    /// `x ← x + a·F(x)` with a learnable scalar `a` initialized to 0 (Bachlechner et al.
+    /// 2020). No norm.
+    ReZero,
+    /// `x ← x + F(x)`: no normalization.
+    None,
+}
+
+impl Placement {
+    /// Every placement, in the order of the module docs.
+    pub const ALL: [Placement; 6] = [
+        Placement::Post,
+        Placement::Pre,
+        Placement::Peri,
+        Placement::DeepNorm,
+        Placement::ReZero,
+        Placement::None,
+    ];
+
+    /// The lower-case name used on the command line and in reports: `post`, `pre`, `peri`,
+    /// `deepnorm`, `rezero`, `none`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Placement::Post => "post",
+            Placement::Pre => "pre",
+            Placement::Peri => "peri",
+            Placement::DeepNorm => "deepnorm",
+            Placement::ReZero => "rezero",
+            Placement::None => "none",
+        }
+    }
+
+    /// Parses [`Placement::name`] (case-insensitive; `sandwich` is `peri`).
+    pub fn from_name(name: &str) -> Option<Self> {
+        let lower = name.to_ascii_lowercase();
+        if lower == "sandwich" {
+            return Some(Placement::Peri);
+        }
+        Self::ALL.into_iter().find(|p| p.name() == lower)
+    }
+
+    /// Whether the stack ends with a final norm before the output head (Pre and Peri, whose
+    /// residual stream is otherwise never normalized).
+    pub fn has_final_norm(self) -> bool {
+        matches!(self, Placement::Pre | Placement::Peri)
+    }
+
+    /// DeepNorm's residual scale α = (2N)^¼ for N decoder layers; 1 for the others.
+    pub fn residual_scale(self, n_layers: usize) -> f64 {
+        match self {
+            Placement::DeepNorm => (2.0 * n_layers as f64).powf(0.25),
+            _ => 1.0,
+        }
+    }
+
+    /// DeepNorm's initialization scale β = (8N)^−¼ on W^V, W^O, W₁, W₂; 1 for the others.
+    pub fn init_scale(self, n_layers: usize) -> f64 {
+        match self {
+            Placement::DeepNorm => (8.0 * n_layers as f64).powf(-0.25),
+            _ => 1.0,
+        }
+    }
+}
+
+impl core::fmt::Display for Placement {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(self.name())
+    }
+}

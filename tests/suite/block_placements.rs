@@ -1,0 +1,197 @@
+//! Each residual placement against a hand-written reference computation, built from the
+//! block's own weights with plain tensor ops (its own attention and masking code, not the
+//! module's), on small dimensions.
+
+use addnorm::nn::{Norm, NormConfig, Placement, TransformerBlock, TransformerBlockConfig};
+use burn::module::Param;
+use burn::nn::Linear;
+use burn::tensor::{Distribution, Tensor, TensorData, activation::gelu, backend::Backend};
+
+use crate::common::{assert_close, values};
+use crate::on_every_backend;
+
+const D: usize = 8;
+const HEADS: usize = 2;
+const SEQ: usize = 4;
+const LAYERS: usize = 3;
+
+fn linear<B: Backend>(l: &Linear<B>, x: Tensor<B, 3>) -> Tensor<B, 3> {
+    x.matmul(l.weight.val().unsqueeze::<3>()) + l.bias.as_ref().unwrap().val().unsqueeze::<3>()
+}
+
+/// Causal multi-head attention written out: per head, softmax over j ≤ i of q_i·k_j/√d_h.
+fn reference_attention<B: addnorm::NormBackend>(
+    block: &TransformerBlock<B>,
+    x: Tensor<B, 3>,
+) -> Tensor<B, 3> {
+    let a = &block.attention;
+    let [batch, seq, _] = x.dims();
+    let dh = D / HEADS;
+    let (q, k, v) = (
+        linear(&a.query, x.clone()),
+        linear(&a.key, x.clone()),
+        linear(&a.value, x),
+    );
+    // An additive mask: 0 on and below the diagonal, −1e9 above it.
+    let mask: Vec<f32> = (0..seq * seq)
+        .map(|idx| if idx % seq > idx / seq { -1e9 } else { 0.0 })
+        .collect();
+    let mask = Tensor::<B, 2>::from_data(TensorData::new(mask, [seq, seq]), &q.device());
+    let heads: Vec<Tensor<B, 3>> = (0..HEADS)
+        .map(|h| {
+            let part = |t: &Tensor<B, 3>| t.clone().narrow(2, h * dh, dh);
+            let scores = part(&q).matmul(part(&k).transpose()) / (dh as f64).sqrt()
+                + mask.clone().unsqueeze::<3>();
+            let e = (scores.clone() - scores.max_dim(2)).exp();
+            let weights = e.clone() / e.sum_dim(2);
+            weights.matmul(part(&v))
+        })
+        .collect();
+    let context = Tensor::cat(heads, 2);
+    assert_eq!(context.dims(), [batch, seq, D]);
+    linear(&a.output, context)
+}
+
+fn reference_feed_forward<B: addnorm::NormBackend>(
+    block: &TransformerBlock<B>,
+    x: Tensor<B, 3>,
+) -> Tensor<B, 3> {
+    let f = &block.feed_forward;
+    linear(&f.outer, gelu(linear(&f.inner, x)))
+}
+
+fn n<B: addnorm::NormBackend>(norm: &Option<Norm<B>>, x: Tensor<B, 3>) -> Tensor<B, 3> {
+    norm.as_ref().expect("norm present").forward(x)
+}
+
+/// The placement's formulas, sublayer by sublayer.
+fn reference<B: addnorm::NormBackend>(
+    block: &TransformerBlock<B>,
+    placement: Placement,
+    x: Tensor<B, 3>,
+) -> Tensor<B, 3> {
+    let alpha = (2.0 * LAYERS as f64).powf(0.25);
+    let attn = |h| reference_attention(block, h);
+    let ffn = |h| reference_feed_forward(block, h);
+    let (r1, r2) = (&block.attention_residual, &block.feed_forward_residual);
+    match placement {
+        Placement::Post => {
+            let x = n(&r1.sum_norm, x.clone() + attn(x));
+            n(&r2.sum_norm, x.clone() + ffn(x))
+        }
+        Placement::Pre => {
+            let x = x.clone() + attn(n(&r1.input_norm, x));
+            x.clone() + ffn(n(&r2.input_norm, x))
+        }
+        Placement::Peri => {
+            let x = x.clone() + n(&r1.output_norm, attn(n(&r1.input_norm, x)));
+            x.clone() + n(&r2.output_norm, ffn(n(&r2.input_norm, x)))
+        }
+        Placement::DeepNorm => {
+            let x = n(&r1.sum_norm, x.clone() * alpha + attn(x));
+            n(&r2.sum_norm, x.clone() * alpha + ffn(x))
+        }
+        Placement::ReZero => {
+            let g1 = r1.rezero_gate.as_ref().unwrap().val().unsqueeze::<3>();
+            let g2 = r2.rezero_gate.as_ref().unwrap().val().unsqueeze::<3>();
+            let x = x.clone() + attn(x) * g1;
+            x.clone() + ffn(x) * g2
+        }
+        Placement::None => {
+            let x = x.clone() + attn(x);
+            x.clone() + ffn(x)
+        }
+    }
+}
+
+/// Gives every norm (and ReZero gate) of the block distinct parameters, so that a norm used
+/// in the wrong place, or a gate stuck at zero, shows in the output.
+fn perturb<B: addnorm::NormBackend>(block: &mut TransformerBlock<B>, device: &B::Device) {
+    let random = |len: usize, mean: f64| {
+        Param::from_tensor(Tensor::<B, 1>::random(
+            [len],
+            Distribution::Normal(mean, 0.3),
+            device,
+        ))
+    };
+    for residual in [
+        &mut block.attention_residual,
+        &mut block.feed_forward_residual,
+    ] {
+        for norm in [
+            &mut residual.input_norm,
+            &mut residual.output_norm,
+            &mut residual.sum_norm,
+        ]
+        .into_iter()
+        .flatten()
+        {
+            let Norm::Layer(ln) = norm else {
+                panic!("LayerNorm expected")
+            };
+            ln.gamma = Some(random(D, 1.0));
+            ln.beta = Some(random(D, 0.0));
+        }
+        if let Some(gate) = &mut residual.rezero_gate {
+            *gate = random(1, 0.5);
+        }
+    }
+}
+
+on_every_backend! {
+    /// Post, Pre, Peri, DeepNorm, ReZero and None, each equal to its formula.
+    fn every_placement_equals_its_formula<B>(device) {
+        for placement in Placement::ALL {
+            let mut block = TransformerBlockConfig::new(D, HEADS, 16)
+                .with_placement(placement)
+                .with_n_layers(LAYERS)
+                .init::<B>(device);
+            perturb(&mut block, device);
+            let x = Tensor::<B, 3>::random([2, SEQ, D], Distribution::Normal(0.0, 1.0), device);
+            let expected = values(reference(&block, placement, x.clone()));
+            let actual = values(block.forward(x));
+            assert_close(&format!("{placement}"), &actual, &expected, 1e-4);
+        }
+    }
+
+    /// Which norms each placement has: Post/DeepNorm one after the sum, Pre one on the
+    /// input, Peri two, ReZero/None none (and ReZero a gate).
+    fn each_placement_has_its_norms<B>(device) {
+        for placement in Placement::ALL {
+            let block = TransformerBlockConfig::new(D, HEADS, 16)
+                .with_placement(placement)
+                .init::<B>(device);
+            let r = &block.attention_residual;
+            let has = (
+                r.input_norm.is_some(),
+                r.output_norm.is_some(),
+                r.sum_norm.is_some(),
+                r.rezero_gate.is_some(),
+            );
+            let expected = match placement {
+                Placement::Post | Placement::DeepNorm => (false, false, true, false),
+                Placement::Pre => (true, false, false, false),
+                Placement::Peri => (true, true, false, false),
+                Placement::ReZero => (false, false, false, true),
+                Placement::None => (false, false, false, false),
+            };
+            assert_eq!(has, expected, "{placement}");
+        }
+    }
+
+    /// Every norm choice works in every norm-bearing position.
+    fn every_norm_kind_fits_every_placement<B>(device) {
+        for norm in [NormConfig::layer(0), NormConfig::rms(0), NormConfig::dynamic_tanh(0), NormConfig::Identity] {
+            for placement in Placement::ALL {
+                let block = TransformerBlockConfig::new(D, HEADS, 16)
+                    .with_placement(placement)
+                    .with_norm(norm.clone())
+                    .with_qk_norm(Some(norm.clone()))
+                    .init::<B>(device);
+                let y = block.forward(Tensor::<B, 3>::ones([1, SEQ, D], device));
+                assert_eq!(y.dims(), [1, SEQ, D]);
+                assert!(values(y).iter().all(|v| v.is_finite()), "{norm:?} {placement}");
+            }
+        }
+    }
+}
