@@ -34,7 +34,12 @@
 //! );
 //! ```
 
-pub mod backend;
+pub use addnorm_lab::backend;
+
+/// The lab: toy tasks, training and the gradient-stability study.
+pub mod lab {
+    pub use addnorm_lab::*;
+}
 
 /// The modules and configs: norms and their options.
 pub mod nn {

@@ -8,6 +8,7 @@ mod block_parity;
 mod block_placements;
 mod block_stack;
 mod common;
+mod fused_kernels;
 mod norm_errors;
 mod norm_gradcheck;
 mod norm_parity;

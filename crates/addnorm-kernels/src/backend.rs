@@ -22,10 +22,9 @@
 //! use burn::prelude::*;
 //!
 //! fn double_then_normalize<B: NormBackend>(x: Tensor<B, 2>) -> Tensor<B, 2> {
-//!     let [rows, n] = x.dims();
 //!     let spec = addnorm_kernels::RowNormSpec::layer_norm(1e-5);
 //!     let y = B::norm_rows((x * 2.0).into_primitive().tensor(), None, None, spec);
-//!     Tensor::from_primitive(burn::tensor::TensorPrimitive::Float(y)).reshape([rows, n])
+//!     Tensor::from_primitive(burn::tensor::TensorPrimitive::Float(y))
 //! }
 //! # #[cfg(feature = "ndarray")]
 //! # {
@@ -39,12 +38,20 @@
 //! # }
 //! ```
 //!
-//! addnorm implements it for `NdArray`, `Wgpu` (Burn's default wgpu type, with fusion) and
-//! `Autodiff<B>` for any `B: NormBackend`. For a backend of your own, add
+//! addnorm implements it for `NdArray` (with the fused [CPU kernels](crate::cpu)), `Wgpu`
+//! (Burn's default wgpu type, with fusion; composite for now) and `Autodiff<B>` for any
+//! `B: NormBackend` (which records one [fused backward node](crate::autodiff) when `B` has
+//! fused kernels). For a backend of your own, add
 //! `impl addnorm_kernels::NormBackend for MyBackend {}`.
+//!
+//! # Fused kernels
+//! A backend with fused kernels overrides [`NormBackend::fused_norm_rows`] and
+//! [`NormBackend::fused_norm_rows_backward`] (see [`crate::fused`]); the default
+//! [`NormBackend::norm_rows`] and the `Autodiff` impl pick them up.
 
 use burn::tensor::{Tensor, TensorPrimitive, backend::Backend, ops::FloatTensor};
 
+use crate::fused::{FusedNormForward, FusedNormGrads, RowStatistics};
 use crate::{composite, spec::RowNormSpec};
 
 /// Wraps a float primitive into a tensor of rank `D`.
@@ -56,15 +63,62 @@ fn tensor<B: Backend, const D: usize>(primitive: FloatTensor<B>) -> Tensor<B, D>
 pub trait NormBackend: Backend {
     /// Normalizes each row of `x: [rows, n]` as `spec` describes, then applies `y·γ + β`
     /// with `gamma`, `beta` of shape `[n]` or `[1]`.
+    ///
+    /// Takes [`fused_norm_rows`](Self::fused_norm_rows) when the backend has a fused
+    /// kernel for these inputs and no [`ForceComposite`](composite::ForceComposite) guard
+    /// is alive on this thread; otherwise the [composite](composite::norm_rows) path.
     fn norm_rows(
         x: FloatTensor<Self>,
         gamma: Option<FloatTensor<Self>>,
         beta: Option<FloatTensor<Self>>,
         spec: RowNormSpec,
     ) -> FloatTensor<Self> {
+        if !composite::is_forced()
+            && let Some(fused) = Self::fused_norm_rows(&x, gamma.as_ref(), beta.as_ref(), &spec)
+        {
+            return fused.output;
+        }
         composite::norm_rows::<Self>(tensor(x), gamma.map(tensor), beta.map(tensor), &spec)
             .into_primitive()
             .tensor()
+    }
+
+    /// The fused forward of [`norm_rows`](Self::norm_rows), returning the output and the
+    /// per-row statistics its backward needs; `None` when this backend has no fused kernel
+    /// for these inputs (the default), which sends the caller down the composite path.
+    ///
+    /// A backend that returns `Some` must also override
+    /// [`fused_norm_rows_backward`](Self::fused_norm_rows_backward).
+    fn fused_norm_rows(
+        x: &FloatTensor<Self>,
+        gamma: Option<&FloatTensor<Self>>,
+        beta: Option<&FloatTensor<Self>>,
+        spec: &RowNormSpec,
+    ) -> Option<FusedNormForward<Self>> {
+        let _ = (x, gamma, beta, spec);
+        None
+    }
+
+    /// The fused backward: dx, dγ and dβ from `x`, γ, the saved statistics and
+    /// `grad_output = ∂L/∂y`. `beta_features` is β's length (`n` or 1), `None` without β.
+    ///
+    /// # Panics
+    /// In this default, always: only a backend whose
+    /// [`fused_norm_rows`](Self::fused_norm_rows) returns `Some` is asked for it.
+    fn fused_norm_rows_backward(
+        x: &FloatTensor<Self>,
+        gamma: Option<&FloatTensor<Self>>,
+        beta_features: Option<usize>,
+        statistics: &RowStatistics<Self>,
+        grad_output: FloatTensor<Self>,
+        spec: &RowNormSpec,
+    ) -> FusedNormGrads<Self> {
+        let _ = (x, gamma, beta_features, statistics, grad_output, spec);
+        panic!(
+            "{} returned a fused norm_rows forward but has no fused backward: override \
+             NormBackend::fused_norm_rows_backward too",
+            core::any::type_name::<Self>()
+        )
     }
 
     /// Dynamic Tanh on `x: [rows, n]`: `γ·tanh(α·x) + β` with `alpha: [1]`.
@@ -85,11 +139,6 @@ pub trait NormBackend: Backend {
     }
 }
 
-impl<B: NormBackend, C: burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy>
-    NormBackend for burn::backend::Autodiff<B, C>
-{
-}
-
 #[cfg(feature = "ndarray")]
 impl<E, I, Q> NormBackend for burn::backend::NdArray<E, I, Q>
 where
@@ -99,6 +148,38 @@ where
     burn::backend::ndarray::NdArrayTensor: From<burn::backend::ndarray::SharedArray<E>>,
     burn::backend::ndarray::NdArrayTensor: From<burn::backend::ndarray::SharedArray<I>>,
 {
+    fn fused_norm_rows(
+        x: &FloatTensor<Self>,
+        gamma: Option<&FloatTensor<Self>>,
+        beta: Option<&FloatTensor<Self>>,
+        spec: &RowNormSpec,
+    ) -> Option<FusedNormForward<Self>> {
+        crate::cpu::ndarray::fused_forward(x, gamma, beta, spec).map(|(output, shift, rstd)| {
+            FusedNormForward {
+                output,
+                statistics: RowStatistics { shift, rstd },
+            }
+        })
+    }
+
+    fn fused_norm_rows_backward(
+        x: &FloatTensor<Self>,
+        gamma: Option<&FloatTensor<Self>>,
+        beta_features: Option<usize>,
+        statistics: &RowStatistics<Self>,
+        grad_output: FloatTensor<Self>,
+        spec: &RowNormSpec,
+    ) -> FusedNormGrads<Self> {
+        let (x, gamma, beta) = crate::cpu::ndarray::fused_backward(
+            x,
+            gamma,
+            beta_features,
+            (&statistics.shift, &statistics.rstd),
+            &grad_output,
+            spec,
+        );
+        FusedNormGrads { x, gamma, beta }
+    }
 }
 
 #[cfg(feature = "wgpu")]

@@ -1,7 +1,14 @@
 #![warn(missing_docs)]
 //! The compute layer of addnorm: the [`NormBackend`] extension trait, the description of a
-//! row-wise normalization ([`RowNormSpec`]), and the composite reference implementation that
-//! every backend can run.
+//! row-wise normalization ([`RowNormSpec`]), the composite reference implementation that
+//! every backend can run, and the fused kernels that replace it where a backend has them.
+//!
+//! - [`spec`]: what a row normalization computes.
+//! - [`backend`]: the [`NormBackend`] trait, its `NdArray` and `Wgpu` impls.
+//! - [`composite`]: the reference path in Burn tensor ops, and [`composite::ForceComposite`].
+//! - [`fused`]: what a fused kernel returns (output, saved statistics, gradients).
+//! - [`cpu`]: the fused CPU kernels (f32, f64) used by `NdArray`.
+//! - [`autodiff`]: `NormBackend` for `Autodiff<B>`, with the fused kernels' backward node.
 //!
 //! # Formula
 //! Every LayerNorm / RMSNorm variant is `y = (x − μ) / D(σ², ε) · γ + β` on the rows of a
@@ -13,8 +20,11 @@
 //! - `gamma`, `beta`: `[n]` or `[1]`
 //! - output: `[rows, n]`
 
+pub mod autodiff;
 pub mod backend;
 pub mod composite;
+pub mod cpu;
+pub mod fused;
 pub mod spec;
 
 pub use backend::NormBackend;

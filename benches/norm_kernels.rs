@@ -1,0 +1,291 @@
+//! addnorm's fused CPU norms against `burn::nn::LayerNorm` / `burn::nn::RmsNorm`, on
+//! `Autodiff<NdArray<f32>>`, forward + backward.
+//!
+//! ```text
+//! cargo bench --bench norm_kernels --features ndarray
+//! ```
+//!
+//! Each measurement is one training-style step: `y = norm(x)`, `loss = Σ y·dy`,
+//! `loss.backward()`, with `x` requiring a gradient (so dx, dγ and dβ are all computed).
+//! The table reports, per norm and shape, the median over the repetitions, the speed-up
+//! over Burn's module, and the achieved bandwidth counting 8 bytes per element for the
+//! forward (read x, write y) and 12 for the backward (read x and dy, write dx), as a
+//! fraction of the copy bandwidth measured in the same run. The "kernel" columns time the
+//! fused forward and backward kernels alone on slices, without the autodiff graph and the
+//! loss's own element-wise ops.
+//!
+//! `--rss` additionally runs one step at 4096×1024 per implementation in a child process
+//! and reports its peak resident memory (VmHWM).
+
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use addnorm::nn::{LayerNormConfig, RmsNormConfig};
+use addnorm_kernels::RowNormSpec;
+use addnorm_kernels::cpu::{backward::backward, forward::forward, plan::RowPlan};
+use burn::backend::{Autodiff, NdArray};
+use burn::tensor::{Distribution, Tensor};
+
+type Ad = Autodiff<NdArray<f32>>;
+
+/// Bytes moved per element by one forward + backward of the norm itself.
+const BYTES_PER_ELEMENT: f64 = 8.0 + 12.0;
+
+/// The shapes of the issue, as `(label, leading dims, n)`.
+const SHAPES: [(&str, &[usize], usize); 4] = [
+    ("4096×1024", &[4096], 1024),
+    ("16384×256", &[16384], 256),
+    ("64×8192", &[64], 8192),
+    ("8×32×768", &[8, 32], 768),
+];
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Kind {
+    Layer,
+    Rms,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Implementation {
+    Addnorm,
+    Burn,
+}
+
+/// The median of `reps` timings of `step` after `warmup` untimed calls.
+fn median(warmup: usize, reps: usize, mut step: impl FnMut()) -> Duration {
+    for _ in 0..warmup {
+        step();
+    }
+    let mut times: Vec<Duration> = (0..reps)
+        .map(|_| {
+            let start = Instant::now();
+            step();
+            start.elapsed()
+        })
+        .collect();
+    times.sort();
+    times[reps / 2]
+}
+
+/// Repetitions so that one measurement takes about a second, at least 5.
+fn repetitions(elements: usize) -> usize {
+    (200_000_000 / elements.max(1)).clamp(5, 51) | 1
+}
+
+/// One forward + backward step of `kind` from `implementation` on `[lead.., n]`.
+fn step_fn<const D: usize>(
+    kind: Kind,
+    implementation: Implementation,
+    shape: [usize; D],
+) -> Box<dyn FnMut()> {
+    let device = Default::default();
+    let n = shape[D - 1];
+    let x = Tensor::<Ad, D>::random(shape, Distribution::Normal(0.5, 2.0), &device);
+    let dy = Tensor::<Ad, D>::random(shape, Distribution::Normal(0.0, 1.0), &device);
+    macro_rules! step {
+        ($norm:expr) => {{
+            let norm = $norm;
+            Box::new(move || {
+                let x = x.clone().require_grad();
+                let y = norm.forward(x.clone());
+                let grads = (y * dy.clone()).sum().backward();
+                black_box(x.grad(&grads));
+            })
+        }};
+    }
+    match (kind, implementation) {
+        (Kind::Layer, Implementation::Addnorm) => {
+            step!(LayerNormConfig::new(vec![n]).init::<Ad>(&device))
+        }
+        (Kind::Rms, Implementation::Addnorm) => {
+            step!(RmsNormConfig::new(vec![n]).init::<Ad>(&device))
+        }
+        (Kind::Layer, Implementation::Burn) => {
+            step!(burn::nn::LayerNormConfig::new(n).init::<Ad>(&device))
+        }
+        (Kind::Rms, Implementation::Burn) => {
+            step!(burn::nn::RmsNormConfig::new(n).init::<Ad>(&device))
+        }
+    }
+}
+
+fn step_for(
+    kind: Kind,
+    implementation: Implementation,
+    lead: &[usize],
+    n: usize,
+) -> Box<dyn FnMut()> {
+    match *lead {
+        [rows] => step_fn(kind, implementation, [rows, n]),
+        [a, b] => step_fn(kind, implementation, [a, b, n]),
+        _ => unreachable!("the bench shapes have rank 2 or 3"),
+    }
+}
+
+/// The fused kernels alone: forward then backward on slices.
+fn kernel_step(kind: Kind, rows: usize, n: usize) -> impl FnMut() {
+    let spec = match kind {
+        Kind::Layer => RowNormSpec::layer_norm(1e-5),
+        Kind::Rms => RowNormSpec::rms_norm(1e-6),
+    };
+    let plan = RowPlan::<f32>::new(&spec, n);
+    let x: Vec<f32> = (0..rows * n)
+        .map(|i| ((i * 7919) % 1013) as f32 * 1e-3)
+        .collect();
+    let dy: Vec<f32> = (0..rows * n)
+        .map(|i| ((i * 104729) % 997) as f32 * 1e-3)
+        .collect();
+    let (gamma, beta) = (vec![1.0_f32; n], vec![0.0_f32; n]);
+    move || {
+        let mut y = vec![0.0_f32; rows * n];
+        let mut shift = vec![0.0_f32; rows];
+        let mut rstd = vec![0.0_f32; rows];
+        forward(&plan, &x, &gamma, &beta, &mut y, &mut shift, &mut rstd);
+        let mut dx = vec![0.0_f32; rows * n];
+        let grads = backward(&plan, &x, &dy, &gamma, &shift, &rstd, &mut dx);
+        black_box((y, dx, grads));
+    }
+}
+
+/// Read + write bandwidth of a large `copy_from_slice`, in GB/s.
+fn copy_bandwidth() -> f64 {
+    let len = 64 << 20; // 256 MiB of f32, well beyond the caches
+    let source = vec![1.0_f32; len];
+    let mut target = vec![0.0_f32; len];
+    let time = median(1, 7, || {
+        target.copy_from_slice(black_box(&source));
+        black_box(&mut target);
+    });
+    2.0 * (len * 4) as f64 / time.as_secs_f64() / 1e9
+}
+
+fn gbps(elements: usize, time: Duration) -> f64 {
+    BYTES_PER_ELEMENT * elements as f64 / time.as_secs_f64() / 1e9
+}
+
+/// The child process of `--rss`: one step, then the peak resident memory.
+fn peak_rss_child(kind: Kind, implementation: Implementation) {
+    let rss = |field: &str| -> usize {
+        let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(field))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .expect("a kB field")
+    };
+    let mut step = step_for(kind, implementation, &[4096], 1024);
+    let baseline = rss("VmRSS:");
+    step();
+    println!("{baseline} {}", rss("VmHWM:"));
+}
+
+fn peak_rss_report() {
+    println!("\nPeak resident memory of one forward + backward at 4096×1024 (f32 x is 16 MiB):");
+    println!(
+        "{:<8} {:<22} {:>14} {:>14} {:>14}",
+        "norm", "implementation", "inputs (MiB)", "peak (MiB)", "step (MiB)"
+    );
+    for kind in [Kind::Layer, Kind::Rms] {
+        for implementation in [Implementation::Addnorm, Implementation::Burn] {
+            let output = std::process::Command::new(std::env::current_exe().unwrap())
+                .args([
+                    "--rss-child",
+                    &format!("{kind:?}"),
+                    &format!("{implementation:?}"),
+                ])
+                .output()
+                .expect("run the child");
+            let text = String::from_utf8_lossy(&output.stdout);
+            let fields: Vec<f64> = text
+                .split_whitespace()
+                .filter_map(|v| v.parse().ok())
+                .collect();
+            let [baseline, peak] = fields[..] else {
+                panic!("child printed {text:?}");
+            };
+            println!(
+                "{:<8} {:<22} {:>14.1} {:>14.1} {:>14.1}",
+                format!("{kind:?}"),
+                name(implementation),
+                baseline / 1024.0,
+                peak / 1024.0,
+                (peak - baseline) / 1024.0
+            );
+        }
+    }
+}
+
+fn name(implementation: Implementation) -> &'static str {
+    match implementation {
+        Implementation::Addnorm => "addnorm (fused)",
+        Implementation::Burn => "burn::nn",
+    }
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(i) = args.iter().position(|a| a == "--rss-child") {
+        let kind = if args[i + 1] == "Layer" {
+            Kind::Layer
+        } else {
+            Kind::Rms
+        };
+        let implementation = if args[i + 2] == "Addnorm" {
+            Implementation::Addnorm
+        } else {
+            Implementation::Burn
+        };
+        peak_rss_child(kind, implementation);
+        return;
+    }
+
+    let copy = copy_bandwidth();
+    println!(
+        "Autodiff<NdArray<f32>>, forward + backward of y = norm(x), loss = Σ y·dy; \
+         {} rayon threads; copy bandwidth {copy:.1} GB/s (read + write)",
+        rayon::current_num_threads()
+    );
+    println!(
+        "GB/s counts {BYTES_PER_ELEMENT} bytes per element (forward 8, backward 12); \
+         % copy = that bandwidth over the copy bandwidth.\n"
+    );
+    println!(
+        "{:<8} {:<10} {:>12} {:>12} {:>9} {:>8} {:>7} {:>12} {:>8} {:>7}",
+        "norm",
+        "shape",
+        "burn::nn",
+        "addnorm",
+        "speed-up",
+        "GB/s",
+        "% copy",
+        "kernel only",
+        "GB/s",
+        "% copy"
+    );
+    for kind in [Kind::Layer, Kind::Rms] {
+        for (label, lead, n) in SHAPES {
+            let rows: usize = lead.iter().product();
+            let elements = rows * n;
+            let reps = repetitions(elements);
+            let burn_time = median(2, reps, step_for(kind, Implementation::Burn, lead, n));
+            let ours = median(2, reps, step_for(kind, Implementation::Addnorm, lead, n));
+            let kernel = median(2, reps, kernel_step(kind, rows, n));
+            println!(
+                "{:<8} {:<10} {:>9.2} ms {:>9.2} ms {:>8.1}× {:>8.1} {:>6.0}% {:>9.2} ms {:>8.1} {:>6.0}%",
+                format!("{kind:?}"),
+                label,
+                burn_time.as_secs_f64() * 1e3,
+                ours.as_secs_f64() * 1e3,
+                burn_time.as_secs_f64() / ours.as_secs_f64(),
+                gbps(elements, ours),
+                100.0 * gbps(elements, ours) / copy,
+                kernel.as_secs_f64() * 1e3,
+                gbps(elements, kernel),
+                100.0 * gbps(elements, kernel) / copy,
+            );
+        }
+    }
+    if args.iter().any(|a| a == "--rss") {
+        peak_rss_report();
+    }
+}

@@ -1,0 +1,173 @@
+//! `NormBackend` for `Autodiff<B, C>`: when the inner backend `B` has a fused kernel, one
+//! forward call and one custom backward node ([`NormRowsBackward`]); otherwise the
+//! composite path, differentiated op by op.
+//!
+//! # Formula
+//! The node's backward is the analytic one of [`crate::cpu::backward`]:
+//! `dx = r·g − [centred]·r·A/k + B·dr/dσ²·2c/d` (first `k` features), `dγ = Σ dy·ĉ`,
+//! `dβ = Σ dy`, with `g = dy·γ`, `A = Σ g`, `B = Σ g·c` per row.
+//!
+//! # Memory
+//! The node keeps `x` and γ (checkpointed, so a checkpointing strategy may drop and
+//! recompute them) and the two `[rows]` statistics: nothing of the size of `x` beyond `x`
+//! itself, where the composite graph keeps several `[rows, n]` intermediates.
+//!
+//! # Shapes
+//! - parents: `x` `[rows, n]`, then γ and β (`[n]` or `[1]`) when present
+//! - saved: `shift`, `rstd` `[rows]`
+
+use burn::backend::Autodiff;
+use burn::backend::autodiff::{
+    NodeId,
+    checkpoint::{base::Checkpointer, strategy::CheckpointStrategy},
+    grads::Gradients,
+    ops::{Backward, Ops, OpsKind},
+};
+use burn::tensor::{TensorMetadata, ops::FloatTensor};
+
+use crate::backend::NormBackend;
+use crate::fused::{FusedNormForward, RowStatistics};
+use crate::{composite, spec::RowNormSpec};
+
+/// The backward node of a fused `norm_rows`. Its parents are `x`, then γ and β when they
+/// exist; the const `N` is how many.
+#[derive(Debug)]
+pub struct NormRowsBackward;
+
+/// What [`NormRowsBackward`] keeps from the forward.
+#[derive(Debug)]
+pub struct NormRowsState<B: NormBackend> {
+    x: NodeId,
+    gamma: Option<NodeId>,
+    beta_features: Option<usize>,
+    statistics: RowStatistics<B>,
+    spec: RowNormSpec,
+}
+
+// Written out: a derive would ask `B: Clone`, which a backend type need not be.
+impl<B: NormBackend> Clone for NormRowsState<B> {
+    fn clone(&self) -> Self {
+        Self {
+            x: self.x,
+            gamma: self.gamma,
+            beta_features: self.beta_features,
+            statistics: self.statistics.clone(),
+            spec: self.spec,
+        }
+    }
+}
+
+impl<B: NormBackend, const N: usize> Backward<B, N> for NormRowsBackward {
+    type State = NormRowsState<B>;
+
+    fn backward(
+        self,
+        ops: Ops<Self::State, N>,
+        grads: &mut Gradients,
+        checkpointer: &mut Checkpointer,
+    ) {
+        let state = ops.state;
+        let grad_output = grads.consume::<B>(&ops.node);
+        let x: FloatTensor<B> = checkpointer.retrieve_node_output(state.x);
+        let gamma: Option<FloatTensor<B>> =
+            state.gamma.map(|id| checkpointer.retrieve_node_output(id));
+        let computed = B::fused_norm_rows_backward(
+            &x,
+            gamma.as_ref(),
+            state.beta_features,
+            &state.statistics,
+            grad_output,
+            &state.spec,
+        );
+        // The parents are x, γ, β in that order, absent parameters skipped; a parent that
+        // does not require a gradient is `None`.
+        let gradients = [Some(computed.x), computed.gamma, computed.beta];
+        for (parent, grad) in ops.parents.into_iter().zip(gradients.into_iter().flatten()) {
+            if let Some(parent) = parent {
+                grads.register::<B>(parent.id, grad);
+            }
+        }
+    }
+}
+
+impl<B: NormBackend, C: CheckpointStrategy> NormBackend for Autodiff<B, C> {
+    fn norm_rows(
+        x: FloatTensor<Self>,
+        gamma: Option<FloatTensor<Self>>,
+        beta: Option<FloatTensor<Self>>,
+        spec: RowNormSpec,
+    ) -> FloatTensor<Self> {
+        let fused = if composite::is_forced() {
+            None
+        } else {
+            B::fused_norm_rows(
+                &x.primitive,
+                gamma.as_ref().map(|g| &g.primitive),
+                beta.as_ref().map(|b| &b.primitive),
+                &spec,
+            )
+        };
+        let Some(fused) = fused else {
+            return composite_norm_rows::<Self>(x, gamma, beta, &spec);
+        };
+        let beta_features = beta.as_ref().map(|b| b.primitive.shape().num_elements());
+        match (gamma, beta) {
+            (None, None) => record::<B, C, 1>([&x], None, beta_features, fused, spec),
+            (Some(g), None) => record::<B, C, 2>([&x, &g], Some(&g), beta_features, fused, spec),
+            (None, Some(b)) => record::<B, C, 2>([&x, &b], None, beta_features, fused, spec),
+            (Some(g), Some(b)) => {
+                record::<B, C, 3>([&x, &g, &b], Some(&g), beta_features, fused, spec)
+            }
+        }
+    }
+}
+
+/// The composite reference, differentiated by `Autodiff` op by op.
+fn composite_norm_rows<B: burn::tensor::backend::Backend>(
+    x: FloatTensor<B>,
+    gamma: Option<FloatTensor<B>>,
+    beta: Option<FloatTensor<B>>,
+    spec: &RowNormSpec,
+) -> FloatTensor<B> {
+    use burn::tensor::{Tensor, TensorPrimitive};
+    let wrap = |p| Tensor::<B, 1>::from_primitive(TensorPrimitive::Float(p));
+    composite::norm_rows::<B>(
+        Tensor::from_primitive(TensorPrimitive::Float(x)),
+        gamma.map(wrap),
+        beta.map(wrap),
+        spec,
+    )
+    .into_primitive()
+    .tensor()
+}
+
+/// Registers the fused forward's output with a [`NormRowsBackward`] node whose parents are
+/// `parents` (x first, then the parameters present).
+fn record<B: NormBackend, C: CheckpointStrategy, const N: usize>(
+    parents: [&FloatTensor<Autodiff<B, C>>; N],
+    gamma: Option<&FloatTensor<Autodiff<B, C>>>,
+    beta_features: Option<usize>,
+    fused: FusedNormForward<B>,
+    spec: RowNormSpec,
+) -> FloatTensor<Autodiff<B, C>> {
+    let nodes = parents.map(|p| p.node.clone());
+    // Compute bound: recomputing the forward would cost as much as keeping its output.
+    match <NormRowsBackward as Backward<B, N>>::prepare::<C>(NormRowsBackward, nodes)
+        .compute_bound()
+        .stateful()
+    {
+        OpsKind::Tracked(mut prep) => {
+            let x = prep.checkpoint(parents[0]);
+            let gamma = gamma.map(|g| prep.checkpoint(g));
+            let state = NormRowsState {
+                x,
+                gamma,
+                beta_features,
+                statistics: fused.statistics,
+                spec,
+            };
+            prep.finish(state, fused.output)
+        }
+        OpsKind::UnTracked(prep) => prep.finish(fused.output),
+    }
+}

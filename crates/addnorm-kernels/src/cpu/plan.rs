@@ -1,0 +1,101 @@
+//! [`RowPlan`]: what every row of one fused call shares (the width, the statistics width,
+//! the divisor, ε and its placement), and how the rows are split into parallel tasks.
+//!
+//! # Formula
+//! With `p` the row's pivot (its first element when centring, else 0) and `s` the saved
+//! shift (the row mean relative to the pivot, 0 for RMSNorm):
+//!
+//! ```text
+//! c_j = (x_j − p) − s                     the centred value (x_j for RMSNorm)
+//! σ²  = Σ_{j<k} c_j² / d                   d = RowNormSpec::variance_divisor(k)
+//! r   = 1 / √(σ² + ε)                      InsideSqrt
+//! r   = 1 / (√(σ² + STD_FLOOR) + ε)        AddedToStd
+//! ```
+
+use crate::composite::STD_FLOOR;
+use crate::spec::{Centering, EpsilonPlacement, RowNormSpec};
+
+use super::real::Real;
+
+/// How many elements one parallel task should at least touch, so that scheduling stays
+/// cheap next to the work (about 64 KiB of f32).
+const MIN_TASK_ELEMENTS: usize = 16 * 1024;
+
+/// How many tasks per worker thread: a few, so an unlucky thread does not hold up the rest,
+/// and few enough that the per-task dγ/dβ partial sums stay negligible.
+const TASKS_PER_THREAD: usize = 4;
+
+/// The per-call constants of a row normalization, in the kernel's element type.
+#[derive(Clone, Copy, Debug)]
+pub struct RowPlan<E> {
+    /// Features per row (`n`).
+    pub n: usize,
+    /// Features the statistics read (`k ≤ n`).
+    pub k: usize,
+    /// Whether the mean is removed (LayerNorm) or not (RMSNorm).
+    pub centered: bool,
+    /// `1 / k`.
+    pub inv_k: E,
+    /// `1 / d`, the reciprocal of the variance divisor.
+    pub inv_divisor: E,
+    /// ε.
+    pub epsilon: E,
+    /// Whether ε is added to the standard deviation rather than under the root.
+    pub added_to_std: bool,
+    /// [`STD_FLOOR`] in this element type (a normal number in f32 too).
+    pub std_floor: E,
+}
+
+impl<E: Real> RowPlan<E> {
+    /// The plan for rows of `n > 0` features under `spec`.
+    pub fn new(spec: &RowNormSpec, n: usize) -> Self {
+        let k = spec.statistics_width(n);
+        Self {
+            n,
+            k,
+            centered: spec.centering == Centering::MeanRemoved,
+            inv_k: E::from_f64(1.0 / k as f64),
+            inv_divisor: E::from_f64(1.0 / spec.variance_divisor(k) as f64),
+            epsilon: E::from_f64(spec.epsilon),
+            added_to_std: spec.epsilon_placement == EpsilonPlacement::AddedToStd,
+            std_floor: E::from_f64(STD_FLOOR),
+        }
+    }
+
+    /// The row's pivot `p`: its first element when centring, else 0.
+    #[inline(always)]
+    pub fn pivot(&self, row: &[E]) -> E {
+        if self.centered { row[0] } else { E::ZERO }
+    }
+
+    /// The reciprocal denominator `r` for the variance `σ²`.
+    #[inline(always)]
+    pub fn rstd(&self, variance: E) -> E {
+        if self.added_to_std {
+            E::ONE / ((variance + self.std_floor).sqrt() + self.epsilon)
+        } else {
+            E::ONE / (variance + self.epsilon).sqrt()
+        }
+    }
+
+    /// `dr/dσ²`, from `r` and `σ²`.
+    #[inline(always)]
+    pub fn rstd_derivative(&self, rstd: E, variance: E) -> E {
+        let half = E::from_f64(0.5);
+        if self.added_to_std {
+            // r = 1/(√(σ²+δ) + ε): dr/dσ² = −r² / (2√(σ²+δ)). δ keeps a constant row finite.
+            -(rstd * rstd) * half / (variance + self.std_floor).sqrt()
+        } else {
+            // r = (σ²+ε)^(−1/2): dr/dσ² = −r³ / 2.
+            -(rstd * rstd * rstd) * half
+        }
+    }
+}
+
+/// How many rows each parallel task takes, for `rows` rows of `n` features.
+pub fn rows_per_task(rows: usize, n: usize) -> usize {
+    let threads = rayon::current_num_threads().max(1);
+    let by_size = MIN_TASK_ELEMENTS.div_ceil(n.max(1));
+    let by_balance = rows.div_ceil(threads * TASKS_PER_THREAD);
+    by_size.max(by_balance).clamp(1, rows.max(1))
+}

@@ -1,0 +1,134 @@
+//! [`Real`]: the two element types the CPU kernels run in (f32, f64), and the lane-wise
+//! reductions their inner loops are built from.
+//!
+//! A floating-point sum written as one running total cannot be vectorized: reordering it
+//! changes the result, so the compiler keeps it serial. [`sum_map`] keeps [`LANES`]
+//! independent totals instead, which the compiler maps onto SIMD registers, and adds them
+//! pairwise at the end (which is also more accurate than one long running sum).
+//!
+//! ```
+//! use addnorm_kernels::cpu::real::sum_map;
+//!
+//! let x: Vec<f32> = (1..=100).map(|v| v as f32).collect();
+//! assert_eq!(sum_map(&x, |v| v), 5050.0);
+//! assert_eq!(sum_map(&x[..3], |v| v * v), 14.0);
+//! ```
+
+use core::fmt::Debug;
+use core::ops::{Add, AddAssign, Div, Mul, Neg, Sub};
+
+/// The element types the fused CPU kernels are compiled for: `f32` and `f64`.
+pub trait Real:
+    Copy
+    + Send
+    + Sync
+    + Debug
+    + PartialOrd
+    + Add<Output = Self>
+    + Sub<Output = Self>
+    + Mul<Output = Self>
+    + Div<Output = Self>
+    + Neg<Output = Self>
+    + AddAssign
+    + 'static
+{
+    /// 0.
+    const ZERO: Self;
+    /// 1.
+    const ONE: Self;
+    /// `v` rounded to this type.
+    fn from_f64(v: f64) -> Self;
+    /// The square root.
+    fn sqrt(self) -> Self;
+}
+
+impl Real for f32 {
+    const ZERO: Self = 0.0;
+    const ONE: Self = 1.0;
+    fn from_f64(v: f64) -> Self {
+        v as f32
+    }
+    fn sqrt(self) -> Self {
+        f32::sqrt(self)
+    }
+}
+
+impl Real for f64 {
+    const ZERO: Self = 0.0;
+    const ONE: Self = 1.0;
+    fn from_f64(v: f64) -> Self {
+        v
+    }
+    fn sqrt(self) -> Self {
+        f64::sqrt(self)
+    }
+}
+
+/// How many independent partial sums a reduction keeps: 16 f32 fill two AVX2 (or four
+/// SSE) registers, enough to hide the latency of the vector add.
+pub const LANES: usize = 16;
+
+/// Adds the lanes pairwise.
+#[inline(always)]
+fn sum_lanes<E: Real>(mut lanes: [E; LANES]) -> E {
+    let mut width = LANES;
+    while width > 1 {
+        width /= 2;
+        for l in 0..width {
+            lanes[l] += lanes[l + width];
+        }
+    }
+    lanes[0]
+}
+
+/// `Σ f(x_j)` over the slice, in [`LANES`] interleaved partial sums.
+#[inline(always)]
+pub fn sum_map<E: Real>(x: &[E], f: impl Fn(E) -> E) -> E {
+    let mut lanes = [E::ZERO; LANES];
+    let chunks = x.chunks_exact(LANES);
+    let tail = chunks.remainder();
+    for chunk in chunks {
+        for (lane, &v) in lanes.iter_mut().zip(chunk) {
+            *lane += f(v);
+        }
+    }
+    for (lane, &v) in lanes.iter_mut().zip(tail) {
+        *lane += f(v);
+    }
+    sum_lanes(lanes)
+}
+
+/// `Σ f(a_j, b_j)` over two equally long slices, in [`LANES`] interleaved partial sums.
+#[inline(always)]
+pub fn sum_map2<E: Real>(a: &[E], b: &[E], f: impl Fn(E, E) -> E) -> E {
+    debug_assert_eq!(a.len(), b.len());
+    let mut lanes = [E::ZERO; LANES];
+    let chunks = a.chunks_exact(LANES).zip(b.chunks_exact(LANES));
+    let split = a.len() - a.len() % LANES;
+    for (ca, cb) in chunks {
+        for ((lane, &va), &vb) in lanes.iter_mut().zip(ca).zip(cb) {
+            *lane += f(va, vb);
+        }
+    }
+    for ((lane, &va), &vb) in lanes.iter_mut().zip(&a[split..]).zip(&b[split..]) {
+        *lane += f(va, vb);
+    }
+    sum_lanes(lanes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lane_sums_cover_every_element_of_odd_lengths() {
+        for len in [0, 1, 15, 16, 17, 33, 1000] {
+            let a: Vec<f64> = (0..len).map(|v| v as f64).collect();
+            let b: Vec<f64> = (0..len).map(|v| 2.0 * v as f64 + 1.0).collect();
+            let expected_a: f64 = a.iter().sum();
+            let expected_ab: f64 = a.iter().zip(&b).map(|(x, y)| x * y).sum();
+            assert_eq!(sum_map(&a, |v| v), expected_a, "len {len}");
+            assert_eq!(sum_map2(&a, &b, |x, y| x * y), expected_ab, "len {len}");
+        }
+    }
+}

@@ -1,0 +1,456 @@
+//! The `addnorm` command line: `train`, `probe`, `sweep` and `demo`.
+//!
+//! Every command takes `--backend` (where several are compiled in), `--seed` and `--out`,
+//! and writes a `config.json` of everything needed to rerun it. Bad arguments exit with
+//! code 2 and a message naming the argument; a diverged `train` exits with code 1.
+//!
+//! # Shapes
+//! Not applicable: this module parses arguments and dispatches to the lab's commands.
+
+use std::path::{Path, PathBuf};
+
+use addnorm_nn::{Placement, TransformerStackConfig};
+use clap::{Args, Parser, Subcommand};
+
+use crate::error::{LabError, write_json};
+use crate::grid::{NormKind, parse_depth, parse_norm, parse_placement, parse_positive};
+use crate::probe::ProbeConfig;
+use crate::task::{Task, TaskKind};
+use crate::train::{TrainConfig, TrainOptions};
+
+/// Normalization layers and their training behaviour, on Burn.
+#[derive(Parser, Debug)]
+#[command(name = "addnorm", version, about)]
+pub struct Cli {
+    /// The command.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The lab's commands.
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Train one configuration on a toy task.
+    Train(TrainArgs),
+    /// Experiment A: gradients at initialization across placements, norms and depths.
+    Probe(ProbeArgs),
+    /// Experiment B: warm-up and learning rate, divergence and speed.
+    Sweep(SweepArgs),
+    /// Quick versions of A and B, with a report and plots (the main job).
+    Demo(DemoArgs),
+}
+
+/// Options every command takes.
+#[derive(Args, Debug, Clone)]
+pub struct CommonArgs {
+    /// The backend: one of those compiled in (ndarray, wgpu).
+    #[arg(long, default_value = crate::backend::NAME, value_parser = parse_backend)]
+    pub backend: String,
+    /// The seed of initialization and data.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// The output directory.
+    #[arg(long)]
+    pub out: PathBuf,
+}
+
+/// The task options.
+#[derive(Args, Debug, Clone)]
+pub struct TaskArgs {
+    /// reverse, copy or sort.
+    #[arg(long, default_value = "reverse", value_parser = parse_task)]
+    pub task: TaskKind,
+    /// Symbols per question (n).
+    #[arg(long, default_value_t = 8, value_parser = parse_depth)]
+    pub length: usize,
+    /// Distinct symbols.
+    #[arg(long, default_value_t = 10, value_parser = parse_depth)]
+    pub symbols: usize,
+}
+
+impl TaskArgs {
+    fn task(&self) -> Task {
+        Task::new(self.task, self.length, self.symbols)
+    }
+}
+
+/// `addnorm train`.
+#[derive(Args, Debug)]
+pub struct TrainArgs {
+    #[command(flatten)]
+    common: CommonArgs,
+    #[command(flatten)]
+    task: TaskArgs,
+    /// post, pre, peri (sandwich), deepnorm, rezero or none.
+    #[arg(long, default_value = "pre", value_parser = parse_placement)]
+    placement: Placement,
+    /// layer, rms, dyt or identity.
+    #[arg(long, default_value = "layer", value_parser = parse_norm)]
+    norm: NormKind,
+    /// Number of layers.
+    #[arg(long, default_value_t = 2, value_parser = parse_depth)]
+    depth: usize,
+    /// Model width.
+    #[arg(long, default_value_t = 32, value_parser = parse_depth)]
+    d_model: usize,
+    /// Attention heads.
+    #[arg(long, default_value_t = 2, value_parser = parse_depth)]
+    heads: usize,
+    /// Feed-forward width.
+    #[arg(long, default_value_t = 128, value_parser = parse_depth)]
+    d_ff: usize,
+    /// Peak learning rate.
+    #[arg(long, default_value_t = 3e-3, value_parser = parse_positive)]
+    lr: f64,
+    /// Linear warm-up steps.
+    #[arg(long, default_value_t = 100)]
+    warmup: usize,
+    /// Optimizer steps.
+    #[arg(long, default_value_t = 1000, value_parser = parse_depth)]
+    steps: usize,
+    /// Sequences per batch.
+    #[arg(long, default_value_t = 32, value_parser = parse_depth)]
+    batch: usize,
+    /// AdamW weight decay.
+    #[arg(long, default_value_t = 0.0)]
+    weight_decay: f64,
+    /// Clip the global gradient norm to this value.
+    #[arg(long, value_parser = parse_positive)]
+    grad_clip: Option<f64>,
+    /// Continue from the last checkpoint in --out.
+    #[arg(long)]
+    resume: bool,
+    /// Evaluate every this many steps.
+    #[arg(long, default_value_t = 50, value_parser = parse_depth)]
+    eval_every: usize,
+    /// Record per-layer gradient norms and residual RMS every this many steps (K).
+    #[arg(long, default_value_t = 50, value_parser = parse_depth)]
+    stats_every: usize,
+    /// Checkpoint every this many steps.
+    #[arg(long, default_value_t = 100, value_parser = parse_depth)]
+    checkpoint_every: usize,
+    /// Replace the loss of this step by NaN (tests the divergence path).
+    #[arg(long, hide = true)]
+    inject_nan_at: Option<usize>,
+}
+
+/// `addnorm probe`.
+#[derive(Args, Debug)]
+pub struct ProbeArgs {
+    #[command(flatten)]
+    common: CommonArgs,
+    #[command(flatten)]
+    task: TaskArgs,
+    /// Placements, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "post,pre", value_parser = parse_placement)]
+    placements: Vec<Placement>,
+    /// Norms, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "layer", value_parser = parse_norm)]
+    norms: Vec<NormKind>,
+    /// Depths, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "6,12,24,48", value_parser = parse_depth)]
+    depths: Vec<usize>,
+    /// Seeds per cell (seed, seed + 1, ...).
+    #[arg(long, default_value_t = 3, value_parser = parse_depth)]
+    seeds: usize,
+    /// Model width.
+    #[arg(long, default_value_t = 64, value_parser = parse_depth)]
+    d_model: usize,
+    /// Attention heads.
+    #[arg(long, default_value_t = 4, value_parser = parse_depth)]
+    heads: usize,
+    /// Feed-forward width.
+    #[arg(long, default_value_t = 256, value_parser = parse_depth)]
+    d_ff: usize,
+    /// Sequences in the probe batch.
+    #[arg(long, default_value_t = 16, value_parser = parse_depth)]
+    batch: usize,
+    /// Keep W^Q and W^K at their random initialization instead of zero.
+    #[arg(long)]
+    random_query_key: bool,
+}
+
+/// `addnorm sweep`.
+#[derive(Args, Debug)]
+pub struct SweepArgs {
+    #[command(flatten)]
+    common: CommonArgs,
+    #[command(flatten)]
+    task: TaskArgs,
+    /// Placements, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "post,pre", value_parser = parse_placement)]
+    placements: Vec<Placement>,
+    /// Norm used by every placement that has one.
+    #[arg(long, default_value = "layer", value_parser = parse_norm)]
+    norm: NormKind,
+    /// Depths, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "4", value_parser = parse_depth)]
+    depths: Vec<usize>,
+    /// Warm-up lengths, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "0,100")]
+    warmups: Vec<usize>,
+    /// Learning rates, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "3e-4,1e-3,3e-3,1e-2,3e-2", value_parser = parse_positive)]
+    lrs: Vec<f64>,
+    /// Seeds per cell.
+    #[arg(long, default_value_t = 2, value_parser = parse_depth)]
+    seeds: usize,
+    /// Steps per run.
+    #[arg(long, default_value_t = 400, value_parser = parse_depth)]
+    steps: usize,
+    /// Model width.
+    #[arg(long, default_value_t = 32, value_parser = parse_depth)]
+    d_model: usize,
+}
+
+/// `addnorm demo`.
+#[derive(Args, Debug)]
+pub struct DemoArgs {
+    #[command(flatten)]
+    common: CommonArgs,
+}
+
+fn parse_backend(s: &str) -> Result<String, String> {
+    if crate::backend::ENABLED.contains(&s) {
+        Ok(s.to_string())
+    } else {
+        Err(format!(
+            "backend {s:?} is not compiled in; this build has: {}",
+            crate::backend::ENABLED.join(", ")
+        ))
+    }
+}
+
+fn parse_task(s: &str) -> Result<TaskKind, String> {
+    TaskKind::from_name(s)
+        .ok_or_else(|| format!("unknown task {s:?}; expected reverse, copy or sort"))
+}
+
+/// Checks that `--out` can be created and written, before any work starts.
+fn check_writable(out: &Path) -> Result<(), String> {
+    let probe = out.join(".addnorm-write-test");
+    std::fs::create_dir_all(out)
+        .and_then(|_| std::fs::write(&probe, b""))
+        .and_then(|_| std::fs::remove_file(&probe))
+        .map_err(|e| format!("--out {}: cannot write there: {e}", out.display()))
+}
+
+/// Runs `$body` with `$B` bound to the autodiff backend named by `$name` and `$device` to
+/// its device.
+macro_rules! with_backend {
+    ($name:expr, |$B:ident, $device:ident| $body:expr) => {{
+        match $name {
+            #[cfg(feature = "ndarray")]
+            "ndarray" => {
+                type $B = crate::backend::ndarray::AutodiffBackend;
+                let $device = crate::backend::ndarray::device();
+                $body
+            }
+            #[cfg(feature = "wgpu")]
+            "wgpu" => {
+                type $B = crate::backend::wgpu::AutodiffBackend;
+                let $device = crate::backend::wgpu::device();
+                $body
+            }
+            other => Err(LabError::Invalid(format!(
+                "backend {other} is not compiled in"
+            ))),
+        }
+    }};
+}
+pub(crate) use with_backend;
+
+impl TrainArgs {
+    /// The run's configuration.
+    pub fn config(&self) -> TrainConfig {
+        let model = TransformerStackConfig::new()
+            .with_d_model(self.d_model)
+            .with_n_heads(self.heads)
+            .with_d_ff(self.d_ff)
+            .with_n_layers(self.depth)
+            .with_placement(self.placement)
+            .with_norm(self.norm.config());
+        let mut config = TrainConfig::new(self.task.task(), model);
+        config.learning_rate = self.lr;
+        config.warmup_steps = self.warmup;
+        config.steps = self.steps;
+        config.batch_size = self.batch;
+        config.weight_decay = self.weight_decay;
+        config.grad_clip = self.grad_clip;
+        config.seed = self.common.seed;
+        config.eval_every = self.eval_every;
+        config.stats_every = self.stats_every;
+        config.checkpoint_every = self.checkpoint_every;
+        config.backend = self.common.backend.clone();
+        config
+    }
+}
+
+fn run_train(args: &TrainArgs) -> Result<i32, LabError> {
+    let config = args.config();
+    let options = TrainOptions {
+        resume: args.resume,
+        progress: true,
+        inject_nan_at: args.inject_nan_at,
+    };
+    let out = &args.common.out;
+    let summary = with_backend!(args.common.backend.as_str(), |B, device| {
+        crate::train::train::<B>(&config, out, &options, &device)
+    })?;
+    if let Some(d) = &summary.diverged {
+        let kept =
+            d.last_checkpoint
+                .map_or("no checkpoint was written before it".to_string(), |s| {
+                    format!(
+                        "the last good checkpoint (step {s}) is kept in {}",
+                        out.display()
+                    )
+                });
+        eprintln!("error: diverged at step {}: {}; {kept}", d.step, d.reason);
+        return Ok(1);
+    }
+    let e = summary.final_evaluation();
+    println!(
+        "trained {} steps in {:.1}s ({:.1} steps/s); validation loss {:.4}, token accuracy {:.1}%, exact {:.1}%{}",
+        summary.steps_completed,
+        summary.wall_seconds,
+        summary.steps_per_second,
+        e.map_or(f64::NAN, |e| e.loss),
+        100.0 * e.map_or(0.0, |e| e.accuracy.token),
+        100.0 * e.map_or(0.0, |e| e.accuracy.exact),
+        summary
+            .steps_to_99_exact
+            .map_or(String::new(), |s| format!("; 99% exact at step {s}")),
+    );
+    println!("files: {}", out.display());
+    Ok(0)
+}
+
+impl ProbeArgs {
+    /// The probe's configuration.
+    pub fn config(&self) -> ProbeConfig {
+        ProbeConfig {
+            task: self.task.task(),
+            placements: self.placements.clone(),
+            norms: self.norms.clone(),
+            depths: self.depths.clone(),
+            seeds: (0..self.seeds as u64)
+                .map(|s| self.common.seed + s)
+                .collect(),
+            d_model: self.d_model,
+            n_heads: self.heads,
+            d_ff: self.d_ff,
+            batch_size: self.batch,
+            zero_init_query_key: !self.random_query_key,
+            backend: self.common.backend.clone(),
+        }
+    }
+}
+
+fn run_probe(args: &ProbeArgs) -> Result<i32, LabError> {
+    let config = args.config();
+    let out = &args.common.out;
+    write_json(&out.join("config.json"), &config)?;
+    let report = with_backend!(args.common.backend.as_str(), |B, device| {
+        crate::probe::probe::<B>(&config, Some(out), true, &device)
+    })?;
+    println!(
+        "{:<10} {:<9} {:>8}   last-layer ‖∂L/∂W₂‖ by depth",
+        "placement", "norm", "slope"
+    );
+    for fit in &report.slopes {
+        let points: Vec<String> = fit
+            .points
+            .iter()
+            .map(|(d, g)| format!("L={d}: {g:.3e}"))
+            .collect();
+        println!(
+            "{:<10} {:<9} {:>8.3}   {}",
+            fit.placement,
+            fit.norm,
+            fit.slope,
+            points.join("  ")
+        );
+    }
+    println!("expected (Xiong et al. 2020, Theorem 1): post ≈ 0, pre ≈ −0.5");
+    println!("files: {}", out.join("probe.json").display());
+    Ok(0)
+}
+
+/// Parses the process arguments and runs the command; returns the exit code.
+pub fn main() -> i32 {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let code = e.exit_code();
+            e.print().ok();
+            return code;
+        }
+    };
+    let out = match &cli.command {
+        Command::Train(a) => &a.common.out,
+        Command::Probe(a) => &a.common.out,
+        Command::Sweep(a) => &a.common.out,
+        Command::Demo(a) => &a.common.out,
+    };
+    if let Err(message) = check_writable(out) {
+        eprintln!("error: {message}");
+        return 2;
+    }
+    let result = match &cli.command {
+        Command::Train(a) => run_train(a),
+        Command::Probe(a) => run_probe(a),
+        Command::Sweep(a) => crate::sweep::run(a),
+        Command::Demo(a) => crate::demo::run(a),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e}");
+            1
+        }
+    }
+}
+
+impl SweepArgs {
+    /// The sweep's configuration.
+    pub fn config(&self) -> crate::sweep::SweepConfig {
+        crate::sweep::SweepConfig {
+            task: self.task.task(),
+            placements: self.placements.clone(),
+            norm: self.norm,
+            depths: self.depths.clone(),
+            warmups: self.warmups.clone(),
+            learning_rates: self.lrs.clone(),
+            seeds: (0..self.seeds as u64)
+                .map(|s| self.common.seed + s)
+                .collect(),
+            steps: self.steps,
+            d_model: self.d_model,
+            batch_size: 32,
+            backend: self.common.backend.clone(),
+        }
+    }
+
+    /// The output directory.
+    pub fn out(&self) -> &Path {
+        &self.common.out
+    }
+}
+
+impl DemoArgs {
+    /// The output directory.
+    pub fn out(&self) -> &Path {
+        &self.common.out
+    }
+
+    /// The backend name.
+    pub fn backend(&self) -> &str {
+        &self.common.backend
+    }
+
+    /// The base seed.
+    pub fn seed(&self) -> u64 {
+        self.common.seed
+    }
+}

@@ -1,0 +1,34 @@
+#![warn(missing_docs)]
+//! addnorm's lab: toy tasks, training, and the gradient-stability study that reproduces
+//! Xiong et al. (2020), "On Layer Normalization in the Transformer Architecture".
+//!
+//! # Formulas
+//! ```text
+//! Post-LN  x_{l+1} = Norm(x_l + F(x_l))        Pre-LN  x_{l+1} = x_l + F(Norm(x_l))
+//! Theorem 1 (at init, W^Q = W^K = 0):  ‖∂L/∂W₂^{(L)}‖_F = O(d√ln d) (Post)  O(d√(ln d / L)) (Pre)
+//! Lemma 2 (Pre-LN):                    1 + l/2 ≤ E‖x_l‖²/d ≤ 1 + 3l/2
+//! ```
+//!
+//! # Shapes
+//! Tasks produce token batches `[batch, 2n + 1]`; the models map them to logits
+//! `[batch, 2n + 1, vocab]`.
+
+pub mod backend;
+pub mod cli;
+pub mod demo;
+pub mod error;
+pub mod gradients;
+pub mod grid;
+pub mod loss;
+pub mod plot;
+pub mod probe;
+pub mod report;
+pub mod schedule;
+pub mod seeded;
+pub mod sweep;
+pub mod task;
+pub mod train;
+
+pub use error::LabError;
+pub use task::{Task, TaskKind};
+pub use train::{TrainConfig, TrainOptions, TrainSummary, train};

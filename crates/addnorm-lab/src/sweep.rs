@@ -1,0 +1,417 @@
+//! Experiment B: warm-up and learning rate (Xiong et al. 2020, §3.2; Wortsman et al. 2024).
+//!
+//! Trains every placement × depth × warm-up × LR × seed with no gradient clipping, and
+//! reports
+//!
+//! ```text
+//! divergence rate k/n      per cell; a run diverges if its loss or gradient becomes
+//!                          non-finite, or its last 10 losses average above its first
+//! final validation loss and accuracy, median steps to 99% exact accuracy   per cell
+//! largest stable LR        per (placement, depth, warm-up): the largest LR with no divergence
+//! LR sensitivity           E_η[ min(ℓ(η), ℓ₀) − ℓ* ]  over the LR grid (Wortsman et al.),
+//!                          ℓ(η) final validation loss, ℓ₀ the loss at initialization,
+//!                          ℓ* the best ℓ(η)
+//! ```
+//!
+//! Each run lives in `runs/<name>/`; a run whose `summary.json` is complete is reused, and
+//! an interrupted one resumes from its checkpoint, so rerunning a sweep continues it.
+//!
+//! # Shapes
+//! Not applicable: a sweep is a grid of [`crate::train`] runs.
+
+use std::path::Path;
+
+use addnorm_kernels::NormBackend;
+use addnorm_nn::{Placement, TransformerStackConfig};
+use burn::tensor::backend::AutodiffBackend;
+use indicatif::{ProgressBar, ProgressStyle};
+use serde::{Deserialize, Serialize};
+
+use crate::error::{LabError, read_json, write_json};
+use crate::grid::NormKind;
+use crate::task::Task;
+use crate::train::{TrainConfig, TrainOptions, TrainSummary, train};
+
+/// The grid of a sweep. Saved in `sweep.json`.
+#[derive(Serialize, Deserialize, Clone, Debug)]
+pub struct SweepConfig {
+    /// The task.
+    pub task: Task,
+    /// Placements.
+    pub placements: Vec<Placement>,
+    /// The norm of every norm-bearing placement.
+    pub norm: NormKind,
+    /// Depths.
+    pub depths: Vec<usize>,
+    /// Warm-up lengths.
+    pub warmups: Vec<usize>,
+    /// Peak learning rates.
+    pub learning_rates: Vec<f64>,
+    /// Seeds.
+    pub seeds: Vec<u64>,
+    /// Steps per run.
+    pub steps: usize,
+    /// Model width (heads: d_model / 16, d_ff: 4·d_model).
+    pub d_model: usize,
+    /// Batch size.
+    pub batch_size: usize,
+    /// The backend (informative).
+    pub backend: String,
+}
+
+/// One run of the grid.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct SweepRun {
+    /// The placement name.
+    pub placement: String,
+    /// The norm name.
+    pub norm: String,
+    /// Depth.
+    pub depth: usize,
+    /// Warm-up steps.
+    pub warmup: usize,
+    /// Peak LR.
+    pub learning_rate: f64,
+    /// Seed.
+    pub seed: u64,
+    /// Whether it diverged (see the module docs).
+    pub diverged: bool,
+    /// Final validation loss (NaN when it stopped on a non-finite value).
+    pub final_loss: f64,
+    /// Final token accuracy.
+    pub final_token_accuracy: f64,
+    /// Final exact-sequence accuracy.
+    pub final_exact_accuracy: f64,
+    /// First evaluated step with ≥ 99% exact accuracy.
+    pub steps_to_99_exact: Option<usize>,
+    /// The training loss of step 0, ℓ₀.
+    pub initial_loss: f64,
+    /// Training losses, every step.
+    pub losses: Vec<f64>,
+}
+
+/// The aggregate of one (placement, depth, warm-up, LR) cell over its seeds.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct SweepCell {
+    /// The placement name.
+    pub placement: String,
+    /// Depth.
+    pub depth: usize,
+    /// Warm-up steps.
+    pub warmup: usize,
+    /// Peak LR.
+    pub learning_rate: f64,
+    /// Diverged runs.
+    pub diverged: usize,
+    /// Runs.
+    pub runs: usize,
+    /// Mean final validation loss of the runs that did not diverge (NaN if none).
+    pub mean_final_loss: f64,
+    /// Mean final exact accuracy over all runs (diverged count as 0).
+    pub mean_exact_accuracy: f64,
+    /// Mean final token accuracy over all runs (diverged count as 0).
+    pub mean_token_accuracy: f64,
+    /// Median steps to 99% exact accuracy over the runs that reached it.
+    pub median_steps_to_99: Option<usize>,
+}
+
+/// Per (placement, depth, warm-up): stability across the LR grid.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct SweepConfiguration {
+    /// The placement name.
+    pub placement: String,
+    /// Depth.
+    pub depth: usize,
+    /// Warm-up steps.
+    pub warmup: usize,
+    /// The largest LR at which no seed diverged.
+    pub largest_stable_lr: Option<f64>,
+    /// Wortsman et al.'s LR sensitivity (lower is more robust).
+    pub lr_sensitivity: f64,
+}
+
+/// What `sweep.json` holds.
+#[derive(Serialize, Deserialize, Clone, Debug)]
+pub struct SweepReport {
+    /// The grid.
+    pub config: SweepConfig,
+    /// Every run.
+    pub runs: Vec<SweepRun>,
+    /// Every cell.
+    pub cells: Vec<SweepCell>,
+    /// Every configuration.
+    pub configurations: Vec<SweepConfiguration>,
+}
+
+impl SweepConfig {
+    /// The training configuration of one run.
+    pub fn train_config(
+        &self,
+        placement: Placement,
+        depth: usize,
+        warmup: usize,
+        lr: f64,
+        seed: u64,
+    ) -> TrainConfig {
+        let model = TransformerStackConfig::new()
+            .with_d_model(self.d_model)
+            .with_n_heads((self.d_model / 16).max(1))
+            .with_d_ff(4 * self.d_model)
+            .with_n_layers(depth)
+            .with_placement(placement)
+            .with_norm(self.norm.config());
+        let mut config = TrainConfig::new(self.task, model);
+        config.learning_rate = lr;
+        config.warmup_steps = warmup;
+        config.steps = self.steps;
+        config.batch_size = self.batch_size;
+        config.seed = seed;
+        config.eval_every = (self.steps / 8).max(1);
+        config.stats_every = self.steps;
+        config.checkpoint_every = self.steps;
+        config.validation_size = 128;
+        config.backend = self.backend.clone();
+        config
+    }
+}
+
+/// The directory name of one run.
+pub fn run_name(
+    placement: Placement,
+    norm: NormKind,
+    depth: usize,
+    warmup: usize,
+    lr: f64,
+    seed: u64,
+) -> String {
+    format!(
+        "{placement}-{}-L{depth}-w{warmup}-lr{lr:e}-s{seed}",
+        norm.name()
+    )
+}
+
+/// Turns a finished run's summary into its [`SweepRun`].
+pub fn summarize(config: &TrainConfig, norm: NormKind, summary: &TrainSummary) -> SweepRun {
+    let initial_loss = summary.losses.first().copied().unwrap_or(f64::NAN);
+    let tail = &summary.losses[summary.losses.len().saturating_sub(10)..];
+    let tail_mean = tail.iter().sum::<f64>() / tail.len().max(1) as f64;
+    let diverged = summary.diverged.is_some() || !(tail_mean <= initial_loss);
+    let last = summary.final_evaluation();
+    SweepRun {
+        placement: config.model.placement.name().into(),
+        norm: norm.name().into(),
+        depth: config.model.n_layers,
+        warmup: config.warmup_steps,
+        learning_rate: config.learning_rate,
+        seed: config.seed,
+        diverged,
+        final_loss: if summary.diverged.is_some() {
+            f64::NAN
+        } else {
+            last.map_or(f64::NAN, |e| e.loss)
+        },
+        final_token_accuracy: last.map_or(0.0, |e| e.accuracy.token),
+        final_exact_accuracy: last.map_or(0.0, |e| e.accuracy.exact),
+        steps_to_99_exact: summary.steps_to_99_exact,
+        initial_loss,
+        losses: summary.losses.clone(),
+    }
+}
+
+fn median(mut v: Vec<usize>) -> Option<usize> {
+    v.sort_unstable();
+    (!v.is_empty()).then(|| v[v.len() / 2])
+}
+
+/// Aggregates runs into cells and configurations.
+pub fn aggregate(
+    config: &SweepConfig,
+    runs: &[SweepRun],
+) -> (Vec<SweepCell>, Vec<SweepConfiguration>) {
+    let mut cells = vec![];
+    let mut configurations = vec![];
+    for placement in &config.placements {
+        for &depth in &config.depths {
+            for &warmup in &config.warmups {
+                let of = |lr: f64| -> Vec<&SweepRun> {
+                    runs.iter()
+                        .filter(|r| {
+                            r.placement == placement.name()
+                                && r.depth == depth
+                                && r.warmup == warmup
+                                && r.learning_rate == lr
+                        })
+                        .collect()
+                };
+                let mut finals = vec![];
+                let mut initial = f64::NAN;
+                let mut largest_stable = None;
+                for &lr in &config.learning_rates {
+                    let group = of(lr);
+                    if group.is_empty() {
+                        continue;
+                    }
+                    let ok: Vec<&&SweepRun> = group.iter().filter(|r| !r.diverged).collect();
+                    let n = group.len() as f64;
+                    initial = group[0].initial_loss;
+                    let mean_loss = if ok.is_empty() {
+                        f64::NAN
+                    } else {
+                        ok.iter().map(|r| r.final_loss).sum::<f64>() / ok.len() as f64
+                    };
+                    let diverged = group.len() - ok.len();
+                    if diverged == 0 {
+                        largest_stable = Some(lr);
+                    }
+                    finals.push(mean_loss);
+                    cells.push(SweepCell {
+                        placement: placement.name().into(),
+                        depth,
+                        warmup,
+                        learning_rate: lr,
+                        diverged,
+                        runs: group.len(),
+                        mean_final_loss: mean_loss,
+                        mean_exact_accuracy: group
+                            .iter()
+                            .map(|r| {
+                                if r.diverged {
+                                    0.0
+                                } else {
+                                    r.final_exact_accuracy
+                                }
+                            })
+                            .sum::<f64>()
+                            / n,
+                        mean_token_accuracy: group
+                            .iter()
+                            .map(|r| {
+                                if r.diverged {
+                                    0.0
+                                } else {
+                                    r.final_token_accuracy
+                                }
+                            })
+                            .sum::<f64>()
+                            / n,
+                        median_steps_to_99: median(
+                            group.iter().filter_map(|r| r.steps_to_99_exact).collect(),
+                        ),
+                    });
+                }
+                if finals.is_empty() {
+                    continue;
+                }
+                // A diverged LR scores the initial loss: min(ℓ(η), ℓ₀) with ℓ(η) = ∞.
+                let capped: Vec<f64> = finals
+                    .iter()
+                    .map(|&l| {
+                        if l.is_finite() {
+                            l.min(initial)
+                        } else {
+                            initial
+                        }
+                    })
+                    .collect();
+                let best = capped.iter().copied().fold(f64::INFINITY, f64::min);
+                configurations.push(SweepConfiguration {
+                    placement: placement.name().into(),
+                    depth,
+                    warmup,
+                    largest_stable_lr: largest_stable,
+                    lr_sensitivity: capped.iter().map(|l| l - best).sum::<f64>()
+                        / capped.len() as f64,
+                });
+            }
+        }
+    }
+    (cells, configurations)
+}
+
+/// Runs (or continues) the sweep in `out`, writing `sweep.json`.
+///
+/// # Errors
+/// If a run directory cannot be written or read.
+pub fn sweep<B>(
+    config: &SweepConfig,
+    out: &Path,
+    progress: bool,
+    device: &B::Device,
+) -> Result<SweepReport, LabError>
+where
+    B: AutodiffBackend + NormBackend,
+    B::InnerBackend: NormBackend,
+{
+    let mut grid = vec![];
+    for &placement in &config.placements {
+        for &depth in &config.depths {
+            for &warmup in &config.warmups {
+                for &lr in &config.learning_rates {
+                    for &seed in &config.seeds {
+                        grid.push((placement, depth, warmup, lr, seed));
+                    }
+                }
+            }
+        }
+    }
+    let bar = if progress {
+        let bar = ProgressBar::new(grid.len() as u64);
+        bar.set_style(
+            ProgressStyle::with_template(
+                "sweep [{elapsed_precise}] {bar:28.cyan/blue} {pos}/{len} {msg}",
+            )
+            .expect("valid template"),
+        );
+        bar
+    } else {
+        ProgressBar::hidden()
+    };
+    let workers = crate::seeded::workers_for(&config.backend);
+    let runs =
+        crate::seeded::parallel_map(&grid, workers, |&(placement, depth, warmup, lr, seed)| {
+            let name = run_name(placement, config.norm, depth, warmup, lr, seed);
+            let dir = out.join("runs").join(&name);
+            let train_config = config.train_config(placement, depth, warmup, lr, seed);
+            let cached: Option<TrainSummary> = read_json(&dir.join("summary.json")).ok();
+            let summary = match cached {
+                Some(s) if s.diverged.is_some() || s.steps_completed == train_config.steps => s,
+                _ => train::<B>(
+                    &train_config,
+                    &dir,
+                    &TrainOptions {
+                        resume: true,
+                        ..TrainOptions::default()
+                    },
+                    device,
+                )?,
+            };
+            bar.set_message(name);
+            bar.inc(1);
+            Ok(summarize(&train_config, config.norm, &summary))
+        })
+        .into_iter()
+        .collect::<Result<Vec<SweepRun>, LabError>>()?;
+    bar.finish_and_clear();
+    let (cells, configurations) = aggregate(config, &runs);
+    let report = SweepReport {
+        config: config.clone(),
+        runs,
+        cells,
+        configurations,
+    };
+    write_json(&out.join("sweep.json"), &report)?;
+    Ok(report)
+}
+
+/// `addnorm sweep`: runs the grid and prints the per-cell and per-configuration tables.
+pub fn run(args: &crate::cli::SweepArgs) -> Result<i32, LabError> {
+    let config = args.config();
+    let out = args.out();
+    write_json(&out.join("config.json"), &config)?;
+    let report = crate::cli::with_backend!(config.backend.as_str(), |B, device| {
+        sweep::<B>(&config, out, true, &device)
+    })?;
+    print!("{}", crate::report::sweep_tables(&report));
+    println!("files: {}", out.join("sweep.json").display());
+    Ok(0)
+}
