@@ -10,7 +10,7 @@ use burn::record::{FullPrecisionSettings, NamedMpkFileRecorder};
 use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::{Distribution, Int, Tensor, TensorData};
 
-use crate::common::{assert_close, values};
+use crate::common::{PanicCase, assert_close, assert_panic_messages, panic_message, values};
 use crate::on_every_backend;
 
 fn tokens<B: burn::tensor::backend::Backend>(
@@ -191,14 +191,7 @@ on_every_backend! {
 
     /// Bad configs are rejected at init with the field and the value.
     fn bad_configs_name_the_field<B>(device) {
-        let message = |f: Box<dyn FnOnce()>| {
-            let err = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).expect_err("should panic");
-            err.downcast_ref::<String>()
-                .cloned()
-                .or_else(|| err.downcast_ref::<&str>().map(|s| s.to_string()))
-                .unwrap_or_default()
-        };
-        let cases: Vec<(Box<dyn FnOnce()>, &[&str])> = vec![
+        let cases: Vec<PanicCase> = vec![
             (Box::new(|| { TransformerStackConfig::tiny().with_d_model(30).with_n_heads(4).init::<B>(device); }),
              &["d_model (30)", "n_heads (4)"]),
             (Box::new(|| { TransformerStackConfig::tiny().with_n_layers(0).init::<B>(device); }),
@@ -212,14 +205,9 @@ on_every_backend! {
             (Box::new(|| { TransformerBlockConfig::new(8, 2, 8).with_n_layers(0).init::<B>(device); }),
              &["n_layers", "got 0"]),
         ];
-        for (f, needles) in cases {
-            let m = message(f);
-            for needle in needles {
-                assert!(m.contains(needle), "{needle:?} not in {m:?}");
-            }
-        }
+        assert_panic_messages(cases);
         let model = TransformerStackConfig::tiny().with_max_seq_len(4).init::<B>(device);
-        let m = message(Box::new(move || { model.forward(tokens::<B>(&[[1; 6]], device)); }));
+        let m = panic_message(move || { model.forward(tokens::<B>(&[[1; 6]], device)); });
         assert!(m.contains("sequence length 6 exceeds max_seq_len 4"), "{m}");
     }
 

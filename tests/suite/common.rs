@@ -122,3 +122,29 @@ pub fn in_own_process(test_path: &str, body: impl FnOnce()) {
         String::from_utf8_lossy(&output.stderr)
     );
 }
+
+/// A closure expected to panic, and the fragments its message must contain.
+pub type PanicCase<'a> = (Box<dyn FnOnce() + 'a>, &'a [&'a str]);
+
+/// Runs `f`, expects a panic, and returns its message (`String` or `&str` payload).
+pub fn panic_message(f: impl FnOnce()) -> String {
+    let err =
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).expect_err("expected a panic");
+    err.downcast_ref::<String>()
+        .cloned()
+        .or_else(|| err.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_default()
+}
+
+/// Asserts that each case panics with a message containing all of its fragments.
+pub fn assert_panic_messages(cases: Vec<PanicCase<'_>>) {
+    for (f, needles) in cases {
+        let message = panic_message(f);
+        for needle in needles {
+            assert!(
+                message.contains(needle),
+                "{needle:?} not in panic message {message:?}"
+            );
+        }
+    }
+}

@@ -1,21 +1,11 @@
 //! Bad configs are rejected at `init`, and bad inputs at `forward`, with messages that name
 //! the field (or the shapes) and the value.
 
-use std::panic::{AssertUnwindSafe, catch_unwind};
-
 use addnorm::nn::{DynamicTanhConfig, LayerNormConfig, RmsNormConfig};
 use burn::tensor::Tensor;
 
+use crate::common::{PanicCase, assert_panic_messages, panic_message};
 use crate::on_every_backend;
-
-/// Runs `f`, expects a panic, and returns its message.
-fn panic_message(f: impl FnOnce()) -> String {
-    let err = catch_unwind(AssertUnwindSafe(f)).expect_err("expected a panic");
-    err.downcast_ref::<String>()
-        .cloned()
-        .or_else(|| err.downcast_ref::<&str>().map(|s| s.to_string()))
-        .unwrap_or_default()
-}
 
 fn assert_message(message: &str, needles: &[&str]) {
     for needle in needles {
@@ -28,7 +18,7 @@ fn assert_message(message: &str, needles: &[&str]) {
 
 on_every_backend! {
     fn bad_configs_are_rejected_at_init<B>(device) {
-        let cases: Vec<(Box<dyn FnOnce()>, &[&str])> = vec![
+        let cases: Vec<PanicCase> = vec![
             (Box::new(|| { LayerNormConfig::new(vec![4]).with_epsilon(0.0).init::<B>(device); }),
              &["LayerNormConfig.epsilon", "got 0"]),
             (Box::new(|| { LayerNormConfig::new(vec![4]).with_epsilon(-1e-5).init::<B>(device); }),
@@ -52,9 +42,7 @@ on_every_backend! {
             (Box::new(|| { DynamicTanhConfig::new(vec![]).init::<B>(device); }),
              &["DynamicTanhConfig.normalized_shape"]),
         ];
-        for (f, needles) in cases {
-            assert_message(&panic_message(f), needles);
-        }
+        assert_panic_messages(cases);
     }
 
     fn mismatched_input_shapes_name_both_shapes<B>(device) {

@@ -13,7 +13,9 @@ use addnorm_nn::{Placement, TransformerStackConfig};
 use clap::{Args, Parser, Subcommand};
 
 use crate::error::{LabError, write_json};
-use crate::grid::{NormKind, parse_depth, parse_norm, parse_placement, parse_positive};
+use crate::grid::{
+    NormKind, parse_depth, parse_non_negative, parse_norm, parse_placement, parse_positive,
+};
 use crate::probe::ProbeConfig;
 use crate::task::{Task, TaskKind};
 use crate::train::{TrainConfig, TrainOptions};
@@ -100,7 +102,7 @@ pub struct TrainArgs {
     #[arg(long, default_value_t = 128, value_parser = parse_depth)]
     d_ff: usize,
     /// Peak learning rate.
-    #[arg(long, default_value_t = 3e-3, value_parser = parse_positive)]
+    #[arg(long, default_value_t = 3e-3, value_parser = parse_positive, allow_hyphen_values = true)]
     lr: f64,
     /// Linear warm-up steps.
     #[arg(long, default_value_t = 100)]
@@ -112,10 +114,10 @@ pub struct TrainArgs {
     #[arg(long, default_value_t = 32, value_parser = parse_depth)]
     batch: usize,
     /// AdamW weight decay.
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = 0.0, value_parser = parse_non_negative, allow_hyphen_values = true)]
     weight_decay: f64,
     /// Clip the global gradient norm to this value.
-    #[arg(long, value_parser = parse_positive)]
+    #[arg(long, value_parser = parse_positive, allow_hyphen_values = true)]
     grad_clip: Option<f64>,
     /// Continue from the last checkpoint in --out.
     #[arg(long)]
@@ -190,7 +192,7 @@ pub struct SweepArgs {
     #[arg(long, value_delimiter = ',', default_value = "0,100")]
     warmups: Vec<usize>,
     /// Learning rates, comma-separated.
-    #[arg(long, value_delimiter = ',', default_value = "3e-4,1e-3,3e-3,1e-2,3e-2", value_parser = parse_positive)]
+    #[arg(long, value_delimiter = ',', default_value = "3e-4,1e-3,3e-3,1e-2,3e-2", value_parser = parse_positive, allow_hyphen_values = true)]
     lrs: Vec<f64>,
     /// Seeds per cell.
     #[arg(long, default_value_t = 2, value_parser = parse_depth)]
@@ -354,24 +356,7 @@ fn run_probe(args: &ProbeArgs) -> Result<i32, LabError> {
     let report = with_backend!(args.common.backend.as_str(), |B, device| {
         crate::probe::probe::<B>(&config, Some(out), true, &device)
     })?;
-    println!(
-        "{:<10} {:<9} {:>8}   last-layer ‖∂L/∂W₂‖ by depth",
-        "placement", "norm", "slope"
-    );
-    for fit in &report.slopes {
-        let points: Vec<String> = fit
-            .points
-            .iter()
-            .map(|(d, g)| format!("L={d}: {g:.3e}"))
-            .collect();
-        println!(
-            "{:<10} {:<9} {:>8.3}   {}",
-            fit.placement,
-            fit.norm,
-            fit.slope,
-            points.join("  ")
-        );
-    }
+    print!("{}", crate::report::probe_table(&report));
     println!("expected (Xiong et al. 2020, Theorem 1): post ≈ 0, pre ≈ −0.5");
     println!("files: {}", out.join("probe.json").display());
     Ok(0)

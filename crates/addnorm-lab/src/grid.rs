@@ -86,6 +86,15 @@ pub fn parse_positive(s: &str) -> Result<f64, String> {
     }
 }
 
+/// Parses a non-negative, finite float (weight decay).
+pub fn parse_non_negative(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+        Ok(v) => Err(format!("must be zero or positive, got {v}")),
+        Err(e) => Err(format!("{s:?} is not a number: {e}")),
+    }
+}
+
 /// Parses a depth (number of layers): an integer ≥ 1.
 pub fn parse_depth(s: &str) -> Result<usize, String> {
     match s.parse::<usize>() {

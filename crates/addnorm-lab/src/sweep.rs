@@ -195,7 +195,12 @@ pub fn summarize(config: &TrainConfig, norm: NormKind, summary: &TrainSummary) -
     let initial_loss = summary.losses.first().copied().unwrap_or(f64::NAN);
     let tail = &summary.losses[summary.losses.len().saturating_sub(10)..];
     let tail_mean = tail.iter().sum::<f64>() / tail.len().max(1) as f64;
-    let diverged = summary.diverged.is_some() || !(tail_mean <= initial_loss);
+    // A NaN tail counts as diverged too: `partial_cmp` is None then.
+    let worse_than_start = !matches!(
+        tail_mean.partial_cmp(&initial_loss),
+        Some(core::cmp::Ordering::Less | core::cmp::Ordering::Equal)
+    );
+    let diverged = summary.diverged.is_some() || worse_than_start;
     let last = summary.final_evaluation();
     SweepRun {
         placement: config.model.placement.name().into(),

@@ -61,12 +61,7 @@ impl MultiHeadSelfAttentionConfig {
         &self,
         device: &B::Device,
     ) -> MultiHeadSelfAttention<B> {
-        assert!(
-            self.n_heads > 0 && self.d_model > 0 && self.d_model % self.n_heads == 0,
-            "MultiHeadSelfAttentionConfig.d_model ({}) must be a positive multiple of n_heads ({})",
-            self.d_model,
-            self.n_heads
-        );
+        super::validate_heads("MultiHeadSelfAttentionConfig", self.d_model, self.n_heads);
         super::validate_dropout("MultiHeadSelfAttentionConfig", self.dropout);
         let d_head = self.d_model / self.n_heads;
         let p = |device| projection(self.d_model, self.d_model, &self.initializer, device);

@@ -34,3 +34,11 @@ pub(crate) fn validate_dropout(config: &str, dropout: f64) {
         "{config}.dropout must lie in [0, 1), got {dropout}"
     );
 }
+
+/// Panics unless `d_model` is a positive multiple of a positive `n_heads`.
+pub(crate) fn validate_heads(config: &str, d_model: usize, n_heads: usize) {
+    assert!(
+        n_heads > 0 && d_model > 0 && d_model.is_multiple_of(n_heads),
+        "{config}.d_model ({d_model}) must be a positive multiple of n_heads ({n_heads})"
+    );
+}

@@ -132,12 +132,7 @@ impl TransformerStackConfig {
             self.vocab_size,
             self.max_seq_len
         );
-        assert!(
-            self.n_heads > 0 && self.d_model > 0 && self.d_model % self.n_heads == 0,
-            "TransformerStackConfig.d_model ({}) must be a positive multiple of n_heads ({})",
-            self.d_model,
-            self.n_heads
-        );
+        super::validate_heads("TransformerStackConfig", self.d_model, self.n_heads);
         super::validate_dropout("TransformerStackConfig", self.dropout);
         let half_variance = Initializer::Normal {
             mean: 0.0,
