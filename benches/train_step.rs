@@ -1,0 +1,199 @@
+//! One training step of addnorm's `TransformerStack` on `Autodiff<NdArray<f32>>`, with the
+//! fused CPU norms against the same model on the composite path (Burn tensor ops,
+//! differentiated op by op).
+//!
+//! ```text
+//! cargo bench --bench train_step
+//! cargo bench --bench train_step -- --steps 60     # repetitions per model (default 40)
+//! ```
+//!
+//! A step is what `addnorm train` does per batch: forward, masked cross-entropy, backward,
+//! `GradientsParams`, AdamW step. Both variants start from the same seeded weights and
+//! see the same reverse-task batches (length 8, 10 symbols, batch 32: `[32, 17]` tokens).
+//! The composite variant runs its forward under a `ForceComposite` guard, which sends every
+//! norm down the composite path; the fused variant is checked to take the fused kernels.
+//! The two are timed alternately, step by step, so that a change of machine load hits both
+//! alike. The table prints the median step time, steps per second and the ratio
+//! composite / fused (above 1: the fused kernels are faster).
+//!
+//! `burn::nn::LayerNorm` cannot be put in this model without changing addnorm-nn (the
+//! stack's norms are addnorm's `Norm` enum); the composite path is the Burn-ops
+//! formulation of the same norm, and `benches/norm_kernels.rs` compares the norm alone with
+//! `burn::nn::LayerNorm`.
+
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use addnorm::lab::loss::masked_cross_entropy;
+use addnorm::lab::seeded::init_model;
+use addnorm::lab::task::{Task, TaskKind};
+use addnorm::nn::{NormConfig, TransformerStack, TransformerStackConfig};
+use addnorm_kernels::composite::ForceComposite;
+use addnorm_kernels::cpu::fused_calls;
+use burn::backend::{Autodiff, NdArray};
+use burn::optim::adaptor::OptimizerAdaptor;
+use burn::optim::{AdamW, AdamWConfig, GradientsParams, Optimizer};
+use burn::tensor::{Int, Tensor};
+
+type Ad = Autodiff<NdArray<f32>>;
+
+/// `(inputs, targets, mask)` of one batch, as `Batch::to_tensors` returns them.
+type Tensors = (Tensor<Ad, 2, Int>, Tensor<Ad, 2, Int>, Tensor<Ad, 2>);
+
+const TASK: Task = Task {
+    kind: TaskKind::Reverse,
+    length: 8,
+    symbols: 10,
+};
+const BATCH_SIZE: usize = 32;
+/// Distinct batches the steps cycle through.
+const BATCHES: usize = 8;
+const WARMUP_STEPS: usize = 5;
+
+/// A model, its optimizer and the batches it trains on.
+struct Trainer {
+    model: Option<TransformerStack<Ad>>,
+    optimizer: OptimizerAdaptor<AdamW, TransformerStack<Ad>, Ad>,
+    batches: Vec<Tensors>,
+    next: usize,
+}
+
+impl Trainer {
+    fn new(config: &TransformerStackConfig) -> Self {
+        let device = Default::default();
+        Self {
+            model: Some(init_model::<Ad>(config, 0, &device)),
+            optimizer: AdamWConfig::new().init(),
+            batches: (0..BATCHES)
+                .map(|step| {
+                    TASK.training_batch(0, step, BATCH_SIZE)
+                        .to_tensors::<Ad>(&device)
+                })
+                .collect(),
+            next: 0,
+        }
+    }
+
+    /// One optimizer step; returns its wall time.
+    fn step(&mut self) -> Duration {
+        let (inputs, targets, mask) = self.batches[self.next % BATCHES].clone();
+        self.next += 1;
+        let start = Instant::now();
+        let model = self
+            .model
+            .take()
+            .expect("the model is put back after each step");
+        let loss = masked_cross_entropy(model.forward(inputs), targets, mask);
+        let grads = GradientsParams::from_grads(loss.backward(), &model);
+        let model = self.optimizer.step(1e-3, model, grads);
+        // NdArray runs eagerly; reading one weight back makes sure nothing is deferred.
+        black_box(model.head.weight.val().into_data());
+        self.model = Some(model);
+        start.elapsed()
+    }
+}
+
+fn median(mut times: Vec<Duration>) -> Duration {
+    times.sort();
+    times[times.len() / 2]
+}
+
+/// Median step times `(fused, composite)` of `config` over `steps` alternating pairs.
+///
+/// # Panics
+/// If a fused step runs no fused kernel, or a composite step runs one.
+fn compare(config: &TransformerStackConfig, steps: usize) -> (Duration, Duration) {
+    let mut fused = Trainer::new(config);
+    let mut composite = Trainer::new(config);
+    let fused_step = |trainer: &mut Trainer| {
+        let before = fused_calls();
+        let time = trainer.step();
+        let after = fused_calls();
+        assert!(
+            after.forward > before.forward && after.backward > before.backward,
+            "the fused variant did not take the fused kernels"
+        );
+        time
+    };
+    let composite_step = |trainer: &mut Trainer| {
+        let _composite = ForceComposite::new();
+        let before = fused_calls();
+        let time = trainer.step();
+        assert_eq!(
+            fused_calls(),
+            before,
+            "the composite variant ran a fused kernel"
+        );
+        time
+    };
+    for _ in 0..WARMUP_STEPS {
+        fused_step(&mut fused);
+        composite_step(&mut composite);
+    }
+    let (mut fused_times, mut composite_times) = (vec![], vec![]);
+    for _ in 0..steps.max(1) {
+        fused_times.push(fused_step(&mut fused));
+        composite_times.push(composite_step(&mut composite));
+    }
+    (median(fused_times), median(composite_times))
+}
+
+fn model_config(base: TransformerStackConfig) -> TransformerStackConfig {
+    base.with_vocab_size(TASK.vocab_size())
+        .with_max_seq_len(TASK.seq_len())
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let steps = args
+        .iter()
+        .position(|a| a == "--steps")
+        .and_then(|i| args.get(i + 1))
+        .map_or(40, |v| v.parse().expect("--steps takes a positive integer"));
+
+    let demo = TransformerStackConfig::new()
+        .with_d_model(32)
+        .with_n_heads(2)
+        .with_d_ff(128)
+        .with_n_layers(6);
+    let models = [
+        ("tiny (LayerNorm)", TransformerStackConfig::tiny()),
+        ("small (LayerNorm)", TransformerStackConfig::small()),
+        (
+            "small (RMSNorm)",
+            TransformerStackConfig::small().with_norm(NormConfig::rms(0)),
+        ),
+        ("demo (LayerNorm)", demo),
+    ];
+
+    println!(
+        "One training step (forward, masked cross-entropy, backward, AdamW) of \
+         TransformerStack (Pre-LN) on Autodiff<NdArray<f32>>; reverse task, length {}, {} \
+         symbols, batch {BATCH_SIZE} ([{BATCH_SIZE}, {}] tokens); median of {steps} steps; \
+         {} rayon threads.",
+        TASK.length,
+        TASK.symbols,
+        TASK.seq_len(),
+        rayon::current_num_threads()
+    );
+    println!(
+        "tiny: d_model 32, 2 heads, d_ff 128, 2 layers. small: 64, 4, 256, 4. demo (the \
+         `addnorm demo` model): 32, 2, 128, 6.\n"
+    );
+    println!(
+        "{:<18} {:>11} {:>9} {:>14} {:>9} {:>10}",
+        "model", "fused", "steps/s", "composite", "steps/s", "composite/fused"
+    );
+    for (name, base) in models {
+        let (fused, composite) = compare(&model_config(base), steps);
+        println!(
+            "{:<18} {:>8.2} ms {:>9.1} {:>11.2} ms {:>9.1} {:>9.2}×",
+            name,
+            fused.as_secs_f64() * 1e3,
+            1.0 / fused.as_secs_f64(),
+            composite.as_secs_f64() * 1e3,
+            1.0 / composite.as_secs_f64(),
+            composite.as_secs_f64() / fused.as_secs_f64(),
+        );
+    }
+}
