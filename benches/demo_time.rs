@@ -1,0 +1,50 @@
+//! The demo's time limit, checked by a benchmark (not a test): `addnorm demo` must finish in
+//! at most 5 minutes on 2 CPU cores with the default features.
+//!
+//! ```text
+//! cargo bench --bench demo_time
+//! ```
+//!
+//! It runs the demo's quick configuration once on ndarray into a temporary directory, and
+//! prints the wall time of each part against the 300 s budget and the claims' outcome.
+
+use std::time::Instant;
+
+use addnorm::lab::demo::{DemoConfig, demo};
+
+const BUDGET_SECONDS: f64 = 300.0;
+
+fn main() {
+    let out = std::env::temp_dir().join(format!("addnorm-demo-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&out).expect("temporary directory");
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let config = DemoConfig::quick("ndarray", 0);
+    let started = Instant::now();
+    let report = demo::<addnorm::backend::ndarray::AutodiffBackend>(
+        &config,
+        &out,
+        false,
+        &addnorm::backend::ndarray::device(),
+    )
+    .expect("the demo runs");
+    let seconds = started.elapsed().as_secs_f64();
+    let steps: usize = report.runs.iter().map(|r| r.losses.len()).sum();
+    let reproduced = report.claims.iter().filter(|c| c.reproduced).count();
+    println!("addnorm demo, quick configuration, ndarray, {threads} threads available");
+    println!("| what | value |\n|---|---|");
+    println!("| wall time | {seconds:.1} s |");
+    println!("| budget | {BUDGET_SECONDS:.0} s |");
+    println!("| fraction of budget | {:.0}% |", 100.0 * seconds / BUDGET_SECONDS);
+    println!("| probe runs (A) | {} |", report.probe.results.len());
+    println!("| training runs (B) | {} ({steps} steps) |", report.runs.len());
+    println!("| claims reproduced | {reproduced}/{} |", report.claims.len());
+    println!(
+        "{}",
+        if seconds <= BUDGET_SECONDS {
+            "within budget"
+        } else {
+            "OVER BUDGET"
+        }
+    );
+    std::fs::remove_dir_all(&out).ok();
+}
