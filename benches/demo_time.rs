@@ -34,10 +34,19 @@ fn main() {
     println!("| what | value |\n|---|---|");
     println!("| wall time | {seconds:.1} s |");
     println!("| budget | {BUDGET_SECONDS:.0} s |");
-    println!("| fraction of budget | {:.0}% |", 100.0 * seconds / BUDGET_SECONDS);
+    println!(
+        "| fraction of budget | {:.0}% |",
+        100.0 * seconds / BUDGET_SECONDS
+    );
     println!("| probe runs (A) | {} |", report.probe.results.len());
-    println!("| training runs (B) | {} ({steps} steps) |", report.runs.len());
-    println!("| claims reproduced | {reproduced}/{} |", report.claims.len());
+    println!(
+        "| training runs (B) | {} ({steps} steps) |",
+        report.runs.len()
+    );
+    println!(
+        "| claims reproduced | {reproduced}/{} |",
+        report.claims.len()
+    );
     println!(
         "{}",
         if seconds <= BUDGET_SECONDS {
