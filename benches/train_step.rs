@@ -1,6 +1,7 @@
 //! One training step of addnorm's `TransformerStack` on `Autodiff<NdArray<f32>>`, with the
-//! fused CPU norms against the same model on the composite path (Burn tensor ops,
-//! differentiated op by op).
+//! fused CPU norms, against the same model on the composite path (Burn tensor ops,
+//! differentiated op by op), and against the same model with Burn's built-in norms
+//! (`burn::nn::LayerNorm` / `RmsNorm`, through `NormConfig::BurnLayer` / `BurnRms`).
 //!
 //! ```text
 //! cargo bench --bench train_step
@@ -12,14 +13,9 @@
 //! see the same reverse-task batches (length 8, 10 symbols, batch 32: `[32, 17]` tokens).
 //! The composite variant runs its forward under a `ForceComposite` guard, which sends every
 //! norm down the composite path; the fused variant is checked to take the fused kernels.
-//! The two are timed alternately, step by step, so that a change of machine load hits both
-//! alike. The table prints the median step time, steps per second and the ratio
-//! composite / fused (above 1: the fused kernels are faster).
-//!
-//! `burn::nn::LayerNorm` cannot be put in this model without changing addnorm-nn (the
-//! stack's norms are addnorm's `Norm` enum); the composite path is the Burn-ops
-//! formulation of the same norm, and `benches/norm_kernels.rs` compares the norm alone with
-//! `burn::nn::LayerNorm`.
+//! The three are timed alternately, step by step, so that a change of machine load hits all
+//! alike. The table prints the median step time, steps per second and the ratios
+//! composite / fused and burn::nn / fused (above 1: the fused kernels are faster).
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -98,13 +94,26 @@ fn median(mut times: Vec<Duration>) -> Duration {
     times[times.len() / 2]
 }
 
-/// Median step times `(fused, composite)` of `config` over `steps` alternating pairs.
+/// The same model with Burn's built-in norm of the same kind.
+fn with_burn_norms(config: &TransformerStackConfig) -> TransformerStackConfig {
+    let norm = match &config.norm {
+        NormConfig::Rms(c) => {
+            NormConfig::BurnRms(burn::nn::RmsNormConfig::new(0).with_epsilon(c.epsilon))
+        }
+        _ => NormConfig::BurnLayer(burn::nn::LayerNormConfig::new(0)),
+    };
+    config.clone().with_norm(norm)
+}
+
+/// Median step times `(fused, composite, burn::nn)` of `config` over `steps` alternating
+/// rounds.
 ///
 /// # Panics
-/// If a fused step runs no fused kernel, or a composite step runs one.
-fn compare(config: &TransformerStackConfig, steps: usize) -> (Duration, Duration) {
+/// If a fused step runs no fused kernel, or a composite or Burn step runs one.
+fn compare(config: &TransformerStackConfig, steps: usize) -> (Duration, Duration, Duration) {
     let mut fused = Trainer::new(config);
     let mut composite = Trainer::new(config);
+    let mut burn_nn = Trainer::new(&with_burn_norms(config));
     let fused_step = |trainer: &mut Trainer| {
         let before = fused_calls();
         let time = trainer.step();
@@ -129,13 +138,19 @@ fn compare(config: &TransformerStackConfig, steps: usize) -> (Duration, Duration
     for _ in 0..WARMUP_STEPS {
         fused_step(&mut fused);
         composite_step(&mut composite);
+        composite_step(&mut burn_nn);
     }
-    let (mut fused_times, mut composite_times) = (vec![], vec![]);
+    let (mut fused_times, mut composite_times, mut burn_times) = (vec![], vec![], vec![]);
     for _ in 0..steps.max(1) {
         fused_times.push(fused_step(&mut fused));
         composite_times.push(composite_step(&mut composite));
+        burn_times.push(composite_step(&mut burn_nn));
     }
-    (median(fused_times), median(composite_times))
+    (
+        median(fused_times),
+        median(composite_times),
+        median(burn_times),
+    )
 }
 
 fn model_config(base: TransformerStackConfig) -> TransformerStackConfig {
@@ -181,19 +196,32 @@ fn main() {
          `addnorm demo` model): 32, 2, 128, 6.\n"
     );
     println!(
-        "{:<18} {:>11} {:>9} {:>14} {:>9} {:>10}",
-        "model", "fused", "steps/s", "composite", "steps/s", "composite/fused"
+        "{:<18} {:>11} {:>9} {:>14} {:>9} {:>14} {:>9} {:>16} {:>15}",
+        "model",
+        "fused",
+        "steps/s",
+        "composite",
+        "steps/s",
+        "burn::nn",
+        "steps/s",
+        "composite/fused",
+        "burn::nn/fused"
     );
     for (name, base) in models {
-        let (fused, composite) = compare(&model_config(base), steps);
+        let (fused, composite, burn_nn) = compare(&model_config(base), steps);
+        let ms = |d: Duration| d.as_secs_f64() * 1e3;
+        let per_s = |d: Duration| 1.0 / d.as_secs_f64();
         println!(
-            "{:<18} {:>8.2} ms {:>9.1} {:>11.2} ms {:>9.1} {:>9.2}×",
+            "{:<18} {:>8.2} ms {:>9.1} {:>11.2} ms {:>9.1} {:>11.2} ms {:>9.1} {:>15.2}× {:>14.2}×",
             name,
-            fused.as_secs_f64() * 1e3,
-            1.0 / fused.as_secs_f64(),
-            composite.as_secs_f64() * 1e3,
-            1.0 / composite.as_secs_f64(),
+            ms(fused),
+            per_s(fused),
+            ms(composite),
+            per_s(composite),
+            ms(burn_nn),
+            per_s(burn_nn),
             composite.as_secs_f64() / fused.as_secs_f64(),
+            burn_nn.as_secs_f64() / fused.as_secs_f64(),
         );
     }
 }

@@ -181,7 +181,9 @@ on_every_backend! {
 
     /// Every norm choice works in every norm-bearing position.
     fn every_norm_kind_fits_every_placement<B>(device) {
-        for norm in [NormConfig::layer(0), NormConfig::rms(0), NormConfig::dynamic_tanh(0), NormConfig::Identity] {
+        let burn_layer = NormConfig::BurnLayer(burn::nn::LayerNormConfig::new(0));
+        let burn_rms = NormConfig::BurnRms(burn::nn::RmsNormConfig::new(0));
+        for norm in [NormConfig::layer(0), NormConfig::rms(0), NormConfig::dynamic_tanh(0), NormConfig::Identity, burn_layer, burn_rms] {
             for placement in Placement::ALL {
                 let block = TransformerBlockConfig::new(D, HEADS, 16)
                     .with_placement(placement)

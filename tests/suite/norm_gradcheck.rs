@@ -22,7 +22,7 @@ fn parameters(norm: &Norm<F64>) -> Vec<&Param<Tensor<F64, 1>>> {
         Norm::Layer(m) => (None, &m.gamma, &m.beta),
         Norm::Rms(m) => (None, &m.gamma, &m.beta),
         Norm::DynamicTanh(m) => (Some(&m.alpha), &m.gamma, &m.beta),
-        Norm::Identity(_) => return vec![],
+        _ => return vec![],
     };
     alpha.into_iter().chain(gamma).chain(beta).collect()
 }
@@ -36,7 +36,7 @@ fn set_parameters(norm: &mut Norm<F64>, new: &[Vec<f64>]) {
         Norm::Layer(m) => (None, &mut m.gamma, &mut m.beta),
         Norm::Rms(m) => (None, &mut m.gamma, &mut m.beta),
         Norm::DynamicTanh(m) => (Some(&mut m.alpha), &mut m.gamma, &mut m.beta),
-        Norm::Identity(_) => return,
+        _ => return,
     };
     if let Some(alpha) = alpha {
         *alpha = p(it.next().unwrap());

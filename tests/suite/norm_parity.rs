@@ -83,7 +83,7 @@ pub fn norm_module<B: AutodiffBackend + addnorm::NormBackend>(
             (m.gamma, m.beta) = (gamma, beta);
             m.alpha = param::<B>(case.alpha.as_ref().unwrap(), device);
         }
-        Norm::Identity(_) => unreachable!(),
+        other => unreachable!("no fixture for {other:?}"),
     }
     norm
 }
@@ -119,7 +119,7 @@ where
         Norm::Layer(m) => (&m.gamma, &m.beta, None),
         Norm::Rms(m) => (&m.gamma, &m.beta, None),
         Norm::DynamicTanh(m) => (&m.gamma, &m.beta, Some(&m.alpha)),
-        Norm::Identity(_) => unreachable!(),
+        other => unreachable!("no fixture for {other:?}"),
     };
     let pairs = [
         ("dgamma", gamma.as_ref(), &case.dgamma),

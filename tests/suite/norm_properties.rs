@@ -136,6 +136,10 @@ on_every_backend! {
         assert_close("LayerNorm vs burn::nn", &values(ours.forward(x.clone())), &values(burns.forward(x.clone())), 1e-5);
         let ours = RmsNormConfig::new(vec![10]).with_epsilon(1e-5).init::<B>(device);
         let burns = burn::nn::RmsNormConfig::new(10).init::<B>(device);
-        assert_close("RmsNorm vs burn::nn", &values(ours.forward(x.clone())), &values(burns.forward(x)), 1e-5);
+        assert_close("RmsNorm vs burn::nn", &values(ours.forward(x.clone())), &values(burns.forward(x.clone())), 1e-5);
+        // Burn's modules are also selectable from a NormConfig, as baselines.
+        let baseline = NormConfig::BurnLayer(burn::nn::LayerNormConfig::new(0)).with_d_model(10).init::<B>(device);
+        let ours = NormConfig::layer(10).init::<B>(device);
+        assert_close("NormConfig::BurnLayer", &values(baseline.forward(x.clone())), &values(ours.forward(x)), 1e-5);
     }
 }

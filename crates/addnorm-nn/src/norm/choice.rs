@@ -7,6 +7,8 @@
 //! Norm::Rms(rms)         y = x / √(mean(x²) + ε) · γ
 //! Norm::DynamicTanh(d)   y = γ · tanh(α·x) + β
 //! Norm::Identity         y = x
+//! Norm::BurnLayer(ln)    burn::nn::LayerNorm, the baseline (last dimension only)
+//! Norm::BurnRms(rms)     burn::nn::RmsNorm, the baseline (last dimension only)
 //! ```
 //!
 //! # Shapes
@@ -50,6 +52,10 @@ pub enum NormConfig {
     DynamicTanh(DynamicTanhConfig),
     /// No normalization: `y = x`.
     Identity,
+    /// Burn's own `burn::nn::LayerNorm`, as a baseline to compare against.
+    BurnLayer(burn::nn::LayerNormConfig),
+    /// Burn's own `burn::nn::RmsNorm`, as a baseline to compare against.
+    BurnRms(burn::nn::RmsNormConfig),
 }
 
 impl NormConfig {
@@ -68,8 +74,10 @@ impl NormConfig {
         Self::DynamicTanh(DynamicTanhConfig::new(vec![d_model]))
     }
 
-    /// The same kind and options, normalizing over `normalized_shape` instead.
+    /// The same kind and options, normalizing over `normalized_shape` instead. Burn's
+    /// baselines normalize over the last dimension only: they take its last entry.
     pub fn with_normalized_shape(&self, normalized_shape: Vec<usize>) -> Self {
+        let last = normalized_shape.last().copied().unwrap_or(0);
         match self {
             Self::Layer(c) => Self::Layer(LayerNormConfig {
                 normalized_shape,
@@ -84,6 +92,14 @@ impl NormConfig {
                 ..c.clone()
             }),
             Self::Identity => Self::Identity,
+            Self::BurnLayer(c) => Self::BurnLayer(burn::nn::LayerNormConfig {
+                d_model: last,
+                ..c.clone()
+            }),
+            Self::BurnRms(c) => Self::BurnRms(burn::nn::RmsNormConfig {
+                d_model: last,
+                ..c.clone()
+            }),
         }
     }
 
@@ -93,13 +109,16 @@ impl NormConfig {
         self.with_normalized_shape(vec![d_model])
     }
 
-    /// A short lower-case name of the kind: `layer`, `rms`, `dyt` or `identity`.
+    /// A short lower-case name of the kind: `layer`, `rms`, `dyt`, `identity`, `burn-layer`
+    /// or `burn-rms`.
     pub fn kind_name(&self) -> &'static str {
         match self {
             Self::Layer(_) => "layer",
             Self::Rms(_) => "rms",
             Self::DynamicTanh(_) => "dyt",
             Self::Identity => "identity",
+            Self::BurnLayer(_) => "burn-layer",
+            Self::BurnRms(_) => "burn-rms",
         }
     }
 
@@ -113,6 +132,8 @@ impl NormConfig {
             Self::Rms(c) => Norm::Rms(c.init(device)),
             Self::DynamicTanh(c) => Norm::DynamicTanh(c.init(device)),
             Self::Identity => Norm::Identity(Identity),
+            Self::BurnLayer(c) => Norm::BurnLayer(c.init(device)),
+            Self::BurnRms(c) => Norm::BurnRms(c.init(device)),
         }
     }
 }
@@ -132,6 +153,10 @@ pub enum Norm<B: Backend> {
     DynamicTanh(DynamicTanh<B>),
     /// No normalization.
     Identity(Identity),
+    /// Burn's `burn::nn::LayerNorm` (baseline).
+    BurnLayer(burn::nn::LayerNorm<B>),
+    /// Burn's `burn::nn::RmsNorm` (baseline).
+    BurnRms(burn::nn::RmsNorm<B>),
 }
 
 impl<B: NormBackend> Norm<B> {
@@ -146,6 +171,8 @@ impl<B: NormBackend> Norm<B> {
             Self::Rms(m) => m.forward(x),
             Self::DynamicTanh(m) => m.forward(x),
             Self::Identity(_) => x,
+            Self::BurnLayer(m) => m.forward(x),
+            Self::BurnRms(m) => m.forward(x),
         }
     }
 }
