@@ -56,6 +56,13 @@ pub struct CommonArgs {
     pub out: PathBuf,
 }
 
+impl CommonArgs {
+    /// `n` consecutive seeds starting at `--seed`.
+    fn seeds(&self, n: usize) -> Vec<u64> {
+        (0..n as u64).map(|s| self.seed + s).collect()
+    }
+}
+
 /// The task options.
 #[derive(Args, Debug, Clone)]
 pub struct TaskArgs {
@@ -336,9 +343,7 @@ impl ProbeArgs {
             placements: self.placements.clone(),
             norms: self.norms.clone(),
             depths: self.depths.clone(),
-            seeds: (0..self.seeds as u64)
-                .map(|s| self.common.seed + s)
-                .collect(),
+            seeds: self.common.seeds(self.seeds),
             d_model: self.d_model,
             n_heads: self.heads,
             d_ff: self.d_ff,
@@ -407,9 +412,7 @@ impl SweepArgs {
             depths: self.depths.clone(),
             warmups: self.warmups.clone(),
             learning_rates: self.lrs.clone(),
-            seeds: (0..self.seeds as u64)
-                .map(|s| self.common.seed + s)
-                .collect(),
+            seeds: self.common.seeds(self.seeds),
             steps: self.steps,
             d_model: self.d_model,
             batch_size: 32,
