@@ -9,12 +9,13 @@
 
 use std::path::{Path, PathBuf};
 
-use addnorm_nn::{Placement, TransformerStackConfig};
+use addnorm_nn::Placement;
 use clap::{Args, Parser, Subcommand};
 
 use crate::error::{LabError, write_json};
 use crate::grid::{
     NormKind, parse_depth, parse_non_negative, parse_norm, parse_placement, parse_positive,
+    stack_config,
 };
 use crate::probe::ProbeConfig;
 use crate::task::{Task, TaskKind};
@@ -272,13 +273,14 @@ pub(crate) use with_backend;
 impl TrainArgs {
     /// The run's configuration.
     pub fn config(&self) -> TrainConfig {
-        let model = TransformerStackConfig::new()
-            .with_d_model(self.d_model)
-            .with_n_heads(self.heads)
-            .with_d_ff(self.d_ff)
-            .with_n_layers(self.depth)
-            .with_placement(self.placement)
-            .with_norm(self.norm.config());
+        let model = stack_config(
+            self.d_model,
+            self.heads,
+            self.d_ff,
+            self.depth,
+            self.placement,
+            self.norm,
+        );
         let mut config = TrainConfig::new(self.task.task(), model);
         config.learning_rate = self.lr;
         config.warmup_steps = self.warmup;

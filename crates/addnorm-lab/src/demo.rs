@@ -21,15 +21,14 @@ use std::path::Path;
 use std::time::Instant;
 
 use addnorm_kernels::NormBackend;
-use addnorm_nn::{Placement, TransformerStackConfig};
+use addnorm_nn::Placement;
 use burn::tensor::backend::AutodiffBackend;
-use indicatif::{ProgressBar, ProgressStyle};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{LabError, write_json};
-use crate::grid::NormKind;
+use crate::grid::{NormKind, stack_config};
 use crate::plot::{Band, Chart, Series, save_png};
-use crate::probe::{ProbeConfig, ProbeReport, ProbeResult, fit_slopes, probe_one};
+use crate::probe::{ProbeConfig, ProbeReport, ProbeResult, probe_pairs};
 use crate::sweep::{SweepRun, summarize};
 use crate::task::{Task, TaskKind};
 use crate::train::{TrainConfig, TrainOptions, train};
@@ -107,13 +106,14 @@ impl DemoConfig {
         warmup: usize,
         seed: u64,
     ) -> TrainConfig {
-        let model = TransformerStackConfig::new()
-            .with_d_model(self.train_d_model)
-            .with_n_heads(2)
-            .with_d_ff(4 * self.train_d_model)
-            .with_n_layers(self.train_depth)
-            .with_placement(placement)
-            .with_norm(norm.config());
+        let model = stack_config(
+            self.train_d_model,
+            2,
+            4 * self.train_d_model,
+            self.train_depth,
+            placement,
+            norm,
+        );
         let mut config = TrainConfig::new(self.probe.task, model);
         config.learning_rate = self.learning_rate;
         config.warmup_steps = warmup;
@@ -362,45 +362,8 @@ where
 {
     let started = Instant::now();
     let workers = crate::seeded::workers_for(&config.backend);
-    let bar = |len: usize, what: &str| {
-        if !progress {
-            return ProgressBar::hidden();
-        }
-        let bar = ProgressBar::new(len as u64);
-        bar.set_style(
-            ProgressStyle::with_template(&format!(
-                "{what} [{{elapsed_precise}}] {{bar:28.cyan/blue}} {{pos}}/{{len}} {{msg}}"
-            ))
-            .expect("valid template"),
-        );
-        bar
-    };
-
     // Experiment A.
-    let cells: Vec<(Placement, NormKind, usize, u64)> = config
-        .pairs
-        .iter()
-        .flat_map(|&(p, n)| {
-            config
-                .probe
-                .depths
-                .iter()
-                .flat_map(move |&d| config.seeds.iter().map(move |&s| (p, n, d, s)))
-        })
-        .collect();
-    let probe_bar = bar(cells.len(), "A: probe");
-    let results = crate::seeded::parallel_map(&cells, workers, |&(p, n, d, s)| {
-        let r = probe_one::<B>(&config.probe, p, n, d, s, device);
-        probe_bar.set_message(format!("{} L={d}", label(p, n)));
-        probe_bar.inc(1);
-        r
-    });
-    probe_bar.finish_and_clear();
-    let probe = ProbeReport {
-        slopes: fit_slopes(&config.probe, &results),
-        config: config.probe.clone(),
-        results,
-    };
+    let probe = probe_pairs::<B>(&config.probe, &config.pairs, "A: probe", progress, device);
     write_json(&out.join("probe.json"), &probe)?;
 
     // Experiment B.
@@ -414,7 +377,7 @@ where
                 .flat_map(move |&w| config.seeds.iter().map(move |&s| (p, n, w, s)))
         })
         .collect();
-    let train_bar = bar(jobs.len(), "B: train");
+    let train_bar = crate::seeded::job_bar(jobs.len(), "B: train", progress);
     let runs = crate::seeded::parallel_map(&jobs, workers, |&(p, n, w, s)| {
         let tc = config.train_config(p, n, w, s);
         let dir = out.join("runs").join(format!("{}-w{w}-s{s}", label(p, n)));

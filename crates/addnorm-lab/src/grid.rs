@@ -1,6 +1,6 @@
 //! The axes of the study's grids: norm kinds by name, and lists parsed from the command line.
 
-use addnorm_nn::{NormConfig, Placement};
+use addnorm_nn::{NormConfig, Placement, TransformerStackConfig};
 use serde::{Deserialize, Serialize};
 
 /// A norm by the name the command line and reports use: `layer`, `rms`, `dyt`, `identity`.
@@ -56,6 +56,26 @@ impl NormKind {
             NormKind::Identity => NormConfig::Identity,
         }
     }
+}
+
+/// The study's model: a stack of `depth` blocks of width `d_model`, `n_heads` heads and
+/// feed-forward width `d_ff`, with `norm` placed as `placement` says. Its vocabulary and
+/// length are fitted to the task by whoever trains it ([`crate::TrainConfig::new`]).
+pub fn stack_config(
+    d_model: usize,
+    n_heads: usize,
+    d_ff: usize,
+    depth: usize,
+    placement: Placement,
+    norm: NormKind,
+) -> TransformerStackConfig {
+    TransformerStackConfig::new()
+        .with_d_model(d_model)
+        .with_n_heads(n_heads)
+        .with_d_ff(d_ff)
+        .with_n_layers(depth)
+        .with_placement(placement)
+        .with_norm(norm.config())
 }
 
 /// Parses a placement name for the command line, naming the valid ones on failure.

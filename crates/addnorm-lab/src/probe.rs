@@ -23,12 +23,11 @@ use addnorm_kernels::NormBackend;
 use addnorm_nn::{Placement, TransformerStackConfig};
 use burn::tensor::ElementConversion;
 use burn::tensor::backend::AutodiffBackend;
-use indicatif::{ProgressBar, ProgressStyle};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{LabError, write_json};
 use crate::gradients::layer_gradient_norms;
-use crate::grid::{NormKind, log_log_slope};
+use crate::grid::{NormKind, log_log_slope, stack_config};
 use crate::loss::masked_cross_entropy;
 use crate::task::Task;
 
@@ -67,16 +66,17 @@ impl ProbeConfig {
         norm: NormKind,
         depth: usize,
     ) -> TransformerStackConfig {
-        TransformerStackConfig::new()
-            .with_vocab_size(self.task.vocab_size())
-            .with_max_seq_len(self.task.seq_len())
-            .with_d_model(self.d_model)
-            .with_n_heads(self.n_heads)
-            .with_d_ff(self.d_ff)
-            .with_n_layers(depth)
-            .with_placement(placement)
-            .with_norm(norm.config())
-            .with_zero_init_query_key(self.zero_init_query_key)
+        stack_config(
+            self.d_model,
+            self.n_heads,
+            self.d_ff,
+            depth,
+            placement,
+            norm,
+        )
+        .with_vocab_size(self.task.vocab_size())
+        .with_max_seq_len(self.task.seq_len())
+        .with_zero_init_query_key(self.zero_init_query_key)
     }
 }
 
@@ -232,7 +232,45 @@ pub fn fit_slopes(config: &ProbeConfig, results: &[ProbeResult]) -> Vec<SlopeFit
     fits
 }
 
-/// Runs the whole grid, writes `probe.json` into `out` (if given), and returns the report.
+/// Runs `pairs` × depths × seeds on the configured model (in parallel where the backend
+/// allows) and fits the slopes. `label` names the progress bar.
+pub fn probe_pairs<B>(
+    config: &ProbeConfig,
+    pairs: &[(Placement, NormKind)],
+    label: &str,
+    progress: bool,
+    device: &B::Device,
+) -> ProbeReport
+where
+    B: AutodiffBackend + NormBackend,
+{
+    let cells: Vec<(Placement, NormKind, usize, u64)> = pairs
+        .iter()
+        .flat_map(|&(p, n)| {
+            config
+                .depths
+                .iter()
+                .flat_map(move |&d| config.seeds.iter().map(move |&s| (p, n, d, s)))
+        })
+        .collect();
+    let bar = crate::seeded::job_bar(cells.len(), label, progress);
+    let workers = crate::seeded::workers_for(&config.backend);
+    let results =
+        crate::seeded::parallel_map(&cells, workers, |&(placement, norm, depth, seed)| {
+            let result = probe_one::<B>(config, placement, norm, depth, seed, device);
+            bar.set_message(format!("{placement}-{} L={depth} seed {seed}", norm.name()));
+            bar.inc(1);
+            result
+        });
+    bar.finish_and_clear();
+    ProbeReport {
+        slopes: fit_slopes(config, &results),
+        config: config.clone(),
+        results,
+    }
+}
+
+/// Runs every placement × norm of the grid, writes `probe.json` into `out` (if given), and returns the report.
 ///
 /// # Errors
 /// If `out` cannot be written.
@@ -245,44 +283,12 @@ pub fn probe<B>(
 where
     B: AutodiffBackend + NormBackend,
 {
-    let cells: Vec<(Placement, NormKind, usize, u64)> = config
+    let pairs: Vec<(Placement, NormKind)> = config
         .placements
         .iter()
-        .flat_map(|&p| {
-            config.norms.iter().flat_map(move |&n| {
-                config
-                    .depths
-                    .iter()
-                    .flat_map(move |&d| config.seeds.iter().map(move |&s| (p, n, d, s)))
-            })
-        })
+        .flat_map(|&p| config.norms.iter().map(move |&n| (p, n)))
         .collect();
-    let bar = if progress {
-        let bar = ProgressBar::new(cells.len() as u64);
-        bar.set_style(
-            ProgressStyle::with_template(
-                "probe [{elapsed_precise}] {bar:28.cyan/blue} {pos}/{len} {msg}",
-            )
-            .expect("valid template"),
-        );
-        bar
-    } else {
-        ProgressBar::hidden()
-    };
-    let workers = crate::seeded::workers_for(&config.backend);
-    let results =
-        crate::seeded::parallel_map(&cells, workers, |&(placement, norm, depth, seed)| {
-            let result = probe_one::<B>(config, placement, norm, depth, seed, device);
-            bar.set_message(format!("{placement}-{} L={depth} seed {seed}", norm.name()));
-            bar.inc(1);
-            result
-        });
-    bar.finish_and_clear();
-    let report = ProbeReport {
-        slopes: fit_slopes(config, &results),
-        config: config.clone(),
-        results,
-    };
+    let report = probe_pairs::<B>(config, &pairs, "probe", progress, device);
     if let Some(out) = out {
         std::fs::create_dir_all(out).map_err(|e| LabError::io(out, e))?;
         write_json(&out.join("probe.json"), &report)?;

@@ -13,6 +13,7 @@ use std::sync::Mutex;
 use addnorm_nn::{TransformerStack, TransformerStackConfig};
 use burn::module::{Module, ModuleVisitor, Param};
 use burn::tensor::{Tensor, backend::Backend};
+use indicatif::{ProgressBar, ProgressStyle};
 
 static SEED_LOCK: Mutex<()> = Mutex::new(());
 
@@ -82,4 +83,19 @@ pub fn parallel_map<T: Sync, R: Send>(
 pub fn reseed<B: Backend>(device: &B::Device, seed: u64) {
     let _guard = SEED_LOCK.lock().unwrap_or_else(|e| e.into_inner());
     B::seed(device, seed);
+}
+
+/// A progress bar over `len` independent jobs, labelled `label`; hidden unless `visible`.
+pub fn job_bar(len: usize, label: &str, visible: bool) -> ProgressBar {
+    if !visible {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new(len as u64);
+    bar.set_style(
+        ProgressStyle::with_template(&format!(
+            "{label} [{{elapsed_precise}}] {{bar:28.cyan/blue}} {{pos}}/{{len}} {{msg}}"
+        ))
+        .expect("valid template"),
+    );
+    bar
 }

@@ -22,13 +22,12 @@
 use std::path::Path;
 
 use addnorm_kernels::NormBackend;
-use addnorm_nn::{Placement, TransformerStackConfig};
+use addnorm_nn::Placement;
 use burn::tensor::backend::AutodiffBackend;
-use indicatif::{ProgressBar, ProgressStyle};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{LabError, read_json, write_json};
-use crate::grid::NormKind;
+use crate::grid::{NormKind, stack_config};
 use crate::task::Task;
 use crate::train::{TrainConfig, TrainOptions, TrainSummary, train};
 
@@ -153,13 +152,14 @@ impl SweepConfig {
         lr: f64,
         seed: u64,
     ) -> TrainConfig {
-        let model = TransformerStackConfig::new()
-            .with_d_model(self.d_model)
-            .with_n_heads((self.d_model / 16).max(1))
-            .with_d_ff(4 * self.d_model)
-            .with_n_layers(depth)
-            .with_placement(placement)
-            .with_norm(self.norm.config());
+        let model = stack_config(
+            self.d_model,
+            (self.d_model / 16).max(1),
+            4 * self.d_model,
+            depth,
+            placement,
+            self.norm,
+        );
         let mut config = TrainConfig::new(self.task, model);
         config.learning_rate = lr;
         config.warmup_steps = warmup;
@@ -359,18 +359,7 @@ where
             }
         }
     }
-    let bar = if progress {
-        let bar = ProgressBar::new(grid.len() as u64);
-        bar.set_style(
-            ProgressStyle::with_template(
-                "sweep [{elapsed_precise}] {bar:28.cyan/blue} {pos}/{len} {msg}",
-            )
-            .expect("valid template"),
-        );
-        bar
-    } else {
-        ProgressBar::hidden()
-    };
+    let bar = crate::seeded::job_bar(grid.len(), "sweep", progress);
     let workers = crate::seeded::workers_for(&config.backend);
     let runs =
         crate::seeded::parallel_map(&grid, workers, |&(placement, depth, warmup, lr, seed)| {
