@@ -14,7 +14,7 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::error::{LabError, write_json};
 use crate::grid::{
-    NormKind, parse_depth, parse_non_negative, parse_norm, parse_placement, parse_positive,
+    NormKind, parse_count, parse_non_negative, parse_norm, parse_placement, parse_positive,
     stack_config,
 };
 use crate::probe::ProbeConfig;
@@ -71,10 +71,10 @@ pub struct TaskArgs {
     #[arg(long, default_value = "reverse", value_parser = parse_task)]
     pub task: TaskKind,
     /// Symbols per question (n).
-    #[arg(long, default_value_t = 8, value_parser = parse_depth)]
+    #[arg(long, default_value_t = 8, value_parser = parse_count)]
     pub length: usize,
     /// Distinct symbols.
-    #[arg(long, default_value_t = 10, value_parser = parse_depth)]
+    #[arg(long, default_value_t = 10, value_parser = parse_count)]
     pub symbols: usize,
 }
 
@@ -98,16 +98,16 @@ pub struct TrainArgs {
     #[arg(long, default_value = "layer", value_parser = parse_norm)]
     norm: NormKind,
     /// Number of layers.
-    #[arg(long, default_value_t = 2, value_parser = parse_depth)]
+    #[arg(long, default_value_t = 2, value_parser = parse_count)]
     depth: usize,
     /// Model width.
-    #[arg(long, default_value_t = 32, value_parser = parse_depth)]
+    #[arg(long, default_value_t = 32, value_parser = parse_count)]
     d_model: usize,
     /// Attention heads.
-    #[arg(long, default_value_t = 2, value_parser = parse_depth)]
+    #[arg(long, default_value_t = 2, value_parser = parse_count)]
     heads: usize,
     /// Feed-forward width.
-    #[arg(long, default_value_t = 128, value_parser = parse_depth)]
+    #[arg(long, default_value_t = 128, value_parser = parse_count)]
     d_ff: usize,
     /// Peak learning rate.
     #[arg(long, default_value_t = 3e-3, value_parser = parse_positive, allow_hyphen_values = true)]
@@ -116,10 +116,10 @@ pub struct TrainArgs {
     #[arg(long, default_value_t = 100)]
     warmup: usize,
     /// Optimizer steps.
-    #[arg(long, default_value_t = 1000, value_parser = parse_depth)]
+    #[arg(long, default_value_t = 1000, value_parser = parse_count)]
     steps: usize,
     /// Sequences per batch.
-    #[arg(long, default_value_t = 32, value_parser = parse_depth)]
+    #[arg(long, default_value_t = 32, value_parser = parse_count)]
     batch: usize,
     /// AdamW weight decay.
     #[arg(long, default_value_t = 0.0, value_parser = parse_non_negative, allow_hyphen_values = true)]
@@ -131,13 +131,13 @@ pub struct TrainArgs {
     #[arg(long)]
     resume: bool,
     /// Evaluate every this many steps.
-    #[arg(long, default_value_t = 50, value_parser = parse_depth)]
+    #[arg(long, default_value_t = 50, value_parser = parse_count)]
     eval_every: usize,
     /// Record per-layer gradient norms and residual RMS every this many steps (K).
-    #[arg(long, default_value_t = 50, value_parser = parse_depth)]
+    #[arg(long, default_value_t = 50, value_parser = parse_count)]
     stats_every: usize,
     /// Checkpoint every this many steps.
-    #[arg(long, default_value_t = 100, value_parser = parse_depth)]
+    #[arg(long, default_value_t = 100, value_parser = parse_count)]
     checkpoint_every: usize,
     /// Replace the loss of this step by NaN (tests the divergence path).
     #[arg(long, hide = true)]
@@ -158,22 +158,22 @@ pub struct ProbeArgs {
     #[arg(long, value_delimiter = ',', default_value = "layer", value_parser = parse_norm)]
     norms: Vec<NormKind>,
     /// Depths, comma-separated.
-    #[arg(long, value_delimiter = ',', default_value = "6,12,24,48", value_parser = parse_depth)]
+    #[arg(long, value_delimiter = ',', default_value = "6,12,24,48", value_parser = parse_count)]
     depths: Vec<usize>,
     /// Seeds per cell (seed, seed + 1, ...).
-    #[arg(long, default_value_t = 3, value_parser = parse_depth)]
+    #[arg(long, default_value_t = 3, value_parser = parse_count)]
     seeds: usize,
     /// Model width.
-    #[arg(long, default_value_t = 64, value_parser = parse_depth)]
+    #[arg(long, default_value_t = 64, value_parser = parse_count)]
     d_model: usize,
     /// Attention heads.
-    #[arg(long, default_value_t = 4, value_parser = parse_depth)]
+    #[arg(long, default_value_t = 4, value_parser = parse_count)]
     heads: usize,
     /// Feed-forward width.
-    #[arg(long, default_value_t = 256, value_parser = parse_depth)]
+    #[arg(long, default_value_t = 256, value_parser = parse_count)]
     d_ff: usize,
     /// Sequences in the probe batch.
-    #[arg(long, default_value_t = 16, value_parser = parse_depth)]
+    #[arg(long, default_value_t = 16, value_parser = parse_count)]
     batch: usize,
     /// Keep W^Q and W^K at their random initialization instead of zero.
     #[arg(long)]
@@ -194,7 +194,7 @@ pub struct SweepArgs {
     #[arg(long, default_value = "layer", value_parser = parse_norm)]
     norm: NormKind,
     /// Depths, comma-separated.
-    #[arg(long, value_delimiter = ',', default_value = "4", value_parser = parse_depth)]
+    #[arg(long, value_delimiter = ',', default_value = "4", value_parser = parse_count)]
     depths: Vec<usize>,
     /// Warm-up lengths, comma-separated.
     #[arg(long, value_delimiter = ',', default_value = "0,100")]
@@ -203,13 +203,13 @@ pub struct SweepArgs {
     #[arg(long, value_delimiter = ',', default_value = "3e-4,1e-3,3e-3,1e-2,3e-2", value_parser = parse_positive, allow_hyphen_values = true)]
     lrs: Vec<f64>,
     /// Seeds per cell.
-    #[arg(long, default_value_t = 2, value_parser = parse_depth)]
+    #[arg(long, default_value_t = 2, value_parser = parse_count)]
     seeds: usize,
     /// Steps per run.
-    #[arg(long, default_value_t = 400, value_parser = parse_depth)]
+    #[arg(long, default_value_t = 400, value_parser = parse_count)]
     steps: usize,
     /// Model width.
-    #[arg(long, default_value_t = 32, value_parser = parse_depth)]
+    #[arg(long, default_value_t = 32, value_parser = parse_count)]
     d_model: usize,
 }
 

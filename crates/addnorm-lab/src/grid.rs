@@ -115,8 +115,8 @@ pub fn parse_non_negative(s: &str) -> Result<f64, String> {
     }
 }
 
-/// Parses a depth (number of layers): an integer ≥ 1.
-pub fn parse_depth(s: &str) -> Result<usize, String> {
+/// Parses a count (depths, widths, steps, seeds): an integer ≥ 1.
+pub fn parse_count(s: &str) -> Result<usize, String> {
     match s.parse::<usize>() {
         Ok(0) => Err("must be at least 1, got 0".into()),
         Ok(v) => Ok(v),
@@ -157,6 +157,6 @@ mod tests {
         );
         assert_eq!(parse_norm("rmsnorm"), Ok(NormKind::Rms));
         assert!(parse_positive("-1e-3").unwrap_err().contains("positive"));
-        assert!(parse_depth("0").unwrap_err().contains("at least 1"));
+        assert!(parse_count("0").unwrap_err().contains("at least 1"));
     }
 }
