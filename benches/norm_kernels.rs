@@ -16,14 +16,26 @@
 //!
 //! `--rss` additionally runs one step at 4096×1024 per implementation in a child process
 //! and reports its peak resident memory (VmHWM).
+//!
+//! With `--features wgpu`, `-- --wgpu` times the same steps on `Autodiff<Wgpu<f32>>` (Burn's
+//! default wgpu type, with fusion) instead: addnorm's CubeCL kernels against Burn's
+//! modules, each step ending with a device sync. On Mesa's software driver the numbers say
+//! nothing about a GPU; run it on a real one.
+//!
+//! ```text
+//! cargo bench --bench norm_kernels --features wgpu -- --wgpu
+//! ```
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use addnorm::nn::{LayerNormConfig, RmsNormConfig};
+use addnorm_kernels::NormBackend;
 use addnorm_kernels::RowNormSpec;
+use addnorm_kernels::cpu::memory::zeroed_output;
 use addnorm_kernels::cpu::{backward::backward, forward::forward, plan::RowPlan};
 use burn::backend::{Autodiff, NdArray};
+use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::{Distribution, Tensor};
 
 type Ad = Autodiff<NdArray<f32>>;
@@ -72,16 +84,20 @@ fn repetitions(elements: usize) -> usize {
     (200_000_000 / elements.max(1)).clamp(5, 51) | 1
 }
 
-/// One forward + backward step of `kind` from `implementation` on `[lead.., n]`.
-fn step_fn<const D: usize>(
+/// One forward + backward step of `kind` from `implementation` on `[lead.., n]`, on
+/// backend `B`, ending with a device sync (a no-op on the CPU).
+fn step_fn<B: AutodiffBackend + NormBackend, const D: usize>(
     kind: Kind,
     implementation: Implementation,
     shape: [usize; D],
-) -> Box<dyn FnMut()> {
-    let device = Default::default();
+) -> Box<dyn FnMut()>
+where
+    B::InnerBackend: NormBackend,
+{
+    let device = B::Device::default();
     let n = shape[D - 1];
-    let x = Tensor::<Ad, D>::random(shape, Distribution::Normal(0.5, 2.0), &device);
-    let dy = Tensor::<Ad, D>::random(shape, Distribution::Normal(0.0, 1.0), &device);
+    let x = Tensor::<B, D>::random(shape, Distribution::Normal(0.5, 2.0), &device);
+    let dy = Tensor::<B, D>::random(shape, Distribution::Normal(0.0, 1.0), &device);
     macro_rules! step {
         ($norm:expr) => {{
             let norm = $norm;
@@ -90,34 +106,38 @@ fn step_fn<const D: usize>(
                 let y = norm.forward(x.clone());
                 let grads = (y * dy.clone()).sum().backward();
                 black_box(x.grad(&grads));
+                B::sync(&device).expect("device sync");
             })
         }};
     }
     match (kind, implementation) {
         (Kind::Layer, Implementation::Addnorm) => {
-            step!(LayerNormConfig::new(vec![n]).init::<Ad>(&device))
+            step!(LayerNormConfig::new(vec![n]).init::<B>(&device))
         }
         (Kind::Rms, Implementation::Addnorm) => {
-            step!(RmsNormConfig::new(vec![n]).init::<Ad>(&device))
+            step!(RmsNormConfig::new(vec![n]).init::<B>(&device))
         }
         (Kind::Layer, Implementation::Burn) => {
-            step!(burn::nn::LayerNormConfig::new(n).init::<Ad>(&device))
+            step!(burn::nn::LayerNormConfig::new(n).init::<B>(&device))
         }
         (Kind::Rms, Implementation::Burn) => {
-            step!(burn::nn::RmsNormConfig::new(n).init::<Ad>(&device))
+            step!(burn::nn::RmsNormConfig::new(n).init::<B>(&device))
         }
     }
 }
 
-fn step_for(
+fn step_for<B: AutodiffBackend + NormBackend>(
     kind: Kind,
     implementation: Implementation,
     lead: &[usize],
     n: usize,
-) -> Box<dyn FnMut()> {
+) -> Box<dyn FnMut()>
+where
+    B::InnerBackend: NormBackend,
+{
     match *lead {
-        [rows] => step_fn(kind, implementation, [rows, n]),
-        [a, b] => step_fn(kind, implementation, [a, b, n]),
+        [rows] => step_fn::<B, 2>(kind, implementation, [rows, n]),
+        [a, b] => step_fn::<B, 3>(kind, implementation, [a, b, n]),
         _ => unreachable!("the bench shapes have rank 2 or 3"),
     }
 }
@@ -137,11 +157,12 @@ fn kernel_step(kind: Kind, rows: usize, n: usize) -> impl FnMut() {
         .collect();
     let (gamma, beta) = (vec![1.0_f32; n], vec![0.0_f32; n]);
     move || {
-        let mut y = vec![0.0_f32; rows * n];
+        // Allocated as the backend glue allocates them.
+        let mut y = zeroed_output::<f32>(rows * n);
         let mut shift = vec![0.0_f32; rows];
         let mut rstd = vec![0.0_f32; rows];
         forward(&plan, &x, &gamma, &beta, &mut y, &mut shift, &mut rstd);
-        let mut dx = vec![0.0_f32; rows * n];
+        let mut dx = zeroed_output::<f32>(rows * n);
         let grads = backward(&plan, &x, &dy, &gamma, &shift, &rstd, &mut dx);
         black_box((y, dx, grads));
     }
@@ -173,7 +194,7 @@ fn peak_rss_child(kind: Kind, implementation: Implementation) {
             .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
             .expect("a kB field")
     };
-    let mut step = step_for(kind, implementation, &[4096], 1024);
+    let mut step = step_for::<Ad>(kind, implementation, &[4096], 1024);
     let baseline = rss("VmRSS:");
     step();
     println!("{baseline} {}", rss("VmHWM:"));
@@ -239,6 +260,11 @@ fn main() {
         return;
     }
 
+    if args.iter().any(|a| a == "--wgpu") {
+        gpu_table();
+        return;
+    }
+
     let copy = copy_bandwidth();
     println!(
         "Autodiff<NdArray<f32>>, forward + backward of y = norm(x), loss = Σ y·dy; \
@@ -267,8 +293,12 @@ fn main() {
             let rows: usize = lead.iter().product();
             let elements = rows * n;
             let reps = repetitions(elements);
-            let burn_time = median(2, reps, step_for(kind, Implementation::Burn, lead, n));
-            let ours = median(2, reps, step_for(kind, Implementation::Addnorm, lead, n));
+            let burn_time = median(2, reps, step_for::<Ad>(kind, Implementation::Burn, lead, n));
+            let ours = median(
+                2,
+                reps,
+                step_for::<Ad>(kind, Implementation::Addnorm, lead, n),
+            );
             let kernel = median(2, reps, kernel_step(kind, rows, n));
             println!(
                 "{:<8} {:<10} {:>9.2} ms {:>9.2} ms {:>8.1}× {:>8.1} {:>6.0}% {:>9.2} ms {:>8.1} {:>6.0}%",
@@ -288,4 +318,54 @@ fn main() {
     if args.iter().any(|a| a == "--rss") {
         peak_rss_report();
     }
+}
+
+/// `--wgpu`: the same steps on `Autodiff<Wgpu<f32>>`, addnorm's CubeCL kernels against
+/// Burn's modules.
+#[cfg(feature = "wgpu")]
+fn gpu_table() {
+    type Gpu = Autodiff<burn::backend::Wgpu<f32, i32>>;
+    let device = burn::backend::wgpu::WgpuDevice::default();
+    let adapter = <burn::backend::Wgpu<f32, i32> as burn::tensor::backend::Backend>::name(&device);
+    println!(
+        "Autodiff<Wgpu<f32>> ({adapter}), forward + backward of y = norm(x), loss = Σ y·dy, \
+         synced after each step; GB/s counts {BYTES_PER_ELEMENT} bytes per element.\n"
+    );
+    println!(
+        "{:<8} {:<10} {:>12} {:>12} {:>9} {:>8}",
+        "norm", "shape", "burn::nn", "addnorm", "speed-up", "GB/s"
+    );
+    for kind in [Kind::Layer, Kind::Rms] {
+        for (label, lead, n) in SHAPES {
+            let elements = lead.iter().product::<usize>() * n;
+            let reps = repetitions(elements);
+            let burn_time = median(
+                3,
+                reps,
+                step_for::<Gpu>(kind, Implementation::Burn, lead, n),
+            );
+            let ours = median(
+                3,
+                reps,
+                step_for::<Gpu>(kind, Implementation::Addnorm, lead, n),
+            );
+            println!(
+                "{:<8} {:<10} {:>9.3} ms {:>9.3} ms {:>8.2}× {:>8.1}",
+                format!("{kind:?}"),
+                label,
+                burn_time.as_secs_f64() * 1e3,
+                ours.as_secs_f64() * 1e3,
+                burn_time.as_secs_f64() / ours.as_secs_f64(),
+                gbps(elements, ours),
+            );
+        }
+    }
+}
+
+#[cfg(not(feature = "wgpu"))]
+fn gpu_table() {
+    eprintln!(
+        "--wgpu needs the wgpu feature: cargo bench --bench norm_kernels --features wgpu -- --wgpu"
+    );
+    std::process::exit(2);
 }

@@ -23,7 +23,7 @@ use burn::backend::autodiff::{
     grads::Gradients,
     ops::{Backward, Ops, OpsKind},
 };
-use burn::tensor::{TensorMetadata, ops::FloatTensor};
+use burn::tensor::{DType, TensorMetadata, ops::FloatTensor};
 
 use crate::backend::NormBackend;
 use crate::fused::{FusedNormForward, RowStatistics};
@@ -40,6 +40,9 @@ pub struct NormRowsState<B: NormBackend> {
     x: NodeId,
     gamma: Option<NodeId>,
     beta_features: Option<usize>,
+    /// The dtypes of γ and β: the backward's dγ/dβ are cast to them when the kernel
+    /// returns another (the CubeCL kernels return f32 for half-precision parameters).
+    parameter_dtypes: [Option<DType>; 2],
     statistics: RowStatistics<B>,
     spec: RowNormSpec,
 }
@@ -51,6 +54,7 @@ impl<B: NormBackend> Clone for NormRowsState<B> {
             x: self.x,
             gamma: self.gamma,
             beta_features: self.beta_features,
+            parameter_dtypes: self.parameter_dtypes,
             statistics: self.statistics.clone(),
             spec: self.spec,
         }
@@ -81,7 +85,12 @@ impl<B: NormBackend, const N: usize> Backward<B, N> for NormRowsBackward {
         );
         // The parents are x, γ, β in that order, absent parameters skipped; a parent that
         // does not require a gradient is `None`.
-        let gradients = [Some(computed.x), computed.gamma, computed.beta];
+        let [gamma_dtype, beta_dtype] = state.parameter_dtypes;
+        let gradients = [
+            Some(computed.x),
+            in_dtype::<B>(computed.gamma, gamma_dtype),
+            in_dtype::<B>(computed.beta, beta_dtype),
+        ];
         for (parent, grad) in ops.parents.into_iter().zip(gradients.into_iter().flatten()) {
             if let Some(parent) = parent {
                 grads.register::<B>(parent.id, grad);
@@ -122,6 +131,19 @@ impl<B: NormBackend, C: CheckpointStrategy> NormBackend for Autodiff<B, C> {
     }
 }
 
+/// `grad` cast to `dtype` when both are present and differ.
+fn in_dtype<B: NormBackend>(
+    grad: Option<FloatTensor<B>>,
+    dtype: Option<DType>,
+) -> Option<FloatTensor<B>> {
+    match (grad, dtype) {
+        (Some(grad), Some(dtype)) if grad.dtype() != dtype => {
+            Some(B::float_cast(grad, dtype.into()))
+        }
+        (grad, _) => grad,
+    }
+}
+
 /// The composite reference, differentiated by `Autodiff` op by op.
 fn composite_norm_rows<B: burn::tensor::backend::Backend>(
     x: FloatTensor<B>,
@@ -151,6 +173,9 @@ fn record<B: NormBackend, C: CheckpointStrategy, const N: usize>(
     spec: RowNormSpec,
 ) -> FloatTensor<Autodiff<B, C>> {
     let nodes = parents.map(|p| p.node.clone());
+    let gamma_dtype = gamma.map(|g| g.primitive.dtype());
+    // β is the last parent when it is present.
+    let beta_dtype = beta_features.map(|_| parents[N - 1].primitive.dtype());
     // Compute bound: recomputing the forward would cost as much as keeping its output.
     match <NormRowsBackward as Backward<B, N>>::prepare::<C>(NormRowsBackward, nodes)
         .compute_bound()
@@ -159,10 +184,12 @@ fn record<B: NormBackend, C: CheckpointStrategy, const N: usize>(
         OpsKind::Tracked(mut prep) => {
             let x = prep.checkpoint(parents[0]);
             let gamma = gamma.map(|g| prep.checkpoint(g));
+            let parameter_dtypes = [gamma_dtype, beta_dtype];
             let state = NormRowsState {
                 x,
                 gamma,
                 beta_features,
+                parameter_dtypes,
                 statistics: fused.statistics,
                 spec,
             };

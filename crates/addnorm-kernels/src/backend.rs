@@ -38,8 +38,10 @@
 //! # }
 //! ```
 //!
-//! addnorm implements it for `NdArray` (with the fused [CPU kernels](crate::cpu)), `Wgpu`
-//! (Burn's default wgpu type, with fusion; composite for now) and `Autodiff<B>` for any
+//! addnorm implements it for `NdArray` (with the fused [CPU kernels](crate::cpu)), for
+//! every CubeCL backend with feature `wgpu` (`CubeBackend<R, ..>` and
+//! `Fusion<CubeBackend<R, ..>>`, so `burn::backend::Wgpu` with or without Burn's `fusion`
+//! feature, with the fused CubeCL kernels of `crate::cube`) and `Autodiff<B>` for any
 //! `B: NormBackend` (which records one [fused backward node](crate::autodiff) when `B` has
 //! fused kernels). For a backend of your own, add
 //! `impl addnorm_kernels::NormBackend for MyBackend {}`.
@@ -101,6 +103,8 @@ pub trait NormBackend: Backend {
 
     /// The fused backward: dx, dγ and dβ from `x`, γ, the saved statistics and
     /// `grad_output = ∂L/∂y`. `beta_features` is β's length (`n` or 1), `None` without β.
+    /// dγ and dβ may come back in another float dtype than the parameters' (the CubeCL
+    /// kernels return f32): the autodiff node casts them.
     ///
     /// # Panics
     /// In this default, always: only a backend whose
@@ -180,13 +184,4 @@ where
         );
         FusedNormGrads { x, gamma, beta }
     }
-}
-
-#[cfg(feature = "wgpu")]
-impl<F, I, BT> NormBackend for burn::backend::Wgpu<F, I, BT>
-where
-    F: burn::backend::wgpu::FloatElement,
-    I: burn::backend::wgpu::IntElement,
-    BT: burn::backend::wgpu::BoolElement,
-{
 }

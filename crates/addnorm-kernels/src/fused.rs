@@ -20,9 +20,18 @@
 //! accurately enough in f32 when the rows have a large offset (mean 1e4, std 1e-2):
 //! `(x − p) − shift` is, `x − μ` is not.
 //!
+//! # Counters
+//! [`fused_calls`] says how many fused forward and backward passes the *calling thread* has
+//! started, whichever backend ran them (the CPU kernels, the CubeCL kernels directly, or
+//! queued in a fusion stream, counted when queued). Tests use it to check that a backend
+//! really takes the fused path; it is a thread-local increment per call (not per row), which
+//! costs nothing measurable, so it is always on.
+//!
 //! # Shapes
 //! - `output`: `[rows, n]`; `shift`, `rstd`: `[rows]`
 //! - gradients: `x` `[rows, n]`, γ and β their parameter's shape (`[n]` or `[1]`)
+
+use std::cell::Cell;
 
 use burn::tensor::{backend::Backend, ops::FloatTensor};
 
@@ -69,4 +78,33 @@ pub struct FusedNormGrads<B: Backend> {
     pub gamma: Option<FloatTensor<B>>,
     /// `∂L/∂β`, shaped as β, when there is a β.
     pub beta: Option<FloatTensor<B>>,
+}
+
+/// How many fused kernel calls a thread has made.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FusedCalls {
+    /// Fused forward passes.
+    pub forward: usize,
+    /// Fused backward passes.
+    pub backward: usize,
+}
+
+thread_local! {
+    static CALLS: Cell<FusedCalls> = const { Cell::new(FusedCalls { forward: 0, backward: 0 }) };
+}
+
+/// The fused kernel calls the calling thread has made so far (see the
+/// [module docs](self)).
+pub fn fused_calls() -> FusedCalls {
+    CALLS.with(Cell::get)
+}
+
+/// Records one call on this thread.
+#[cfg_attr(not(any(feature = "ndarray", feature = "wgpu")), allow(dead_code))]
+pub(crate) fn count(update: impl FnOnce(&mut FusedCalls)) {
+    CALLS.with(|calls| {
+        let mut now = calls.get();
+        update(&mut now);
+        calls.set(now);
+    });
 }

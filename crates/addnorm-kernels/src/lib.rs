@@ -4,10 +4,12 @@
 //! every backend can run, and the fused kernels that replace it where a backend has them.
 //!
 //! - [`spec`]: what a row normalization computes.
-//! - [`backend`]: the [`NormBackend`] trait, its `NdArray` and `Wgpu` impls.
+//! - [`backend`]: the [`NormBackend`] trait and its `NdArray` impl.
 //! - [`composite`]: the reference path in Burn tensor ops, and [`composite::ForceComposite`].
 //! - [`fused`]: what a fused kernel returns (output, saved statistics, gradients).
 //! - [`cpu`]: the fused CPU kernels (f32, f64) used by `NdArray`.
+//! - `cube` (feature `wgpu`): the fused CubeCL kernels used by `CubeBackend` (wgpu, CUDA,
+//!   HIP) and by `Fusion<CubeBackend>`, Burn's default wgpu type.
 //! - [`autodiff`]: `NormBackend` for `Autodiff<B>`, with the fused kernels' backward node.
 //!
 //! # Formula
@@ -24,6 +26,8 @@ pub mod autodiff;
 pub mod backend;
 pub mod composite;
 pub mod cpu;
+#[cfg(feature = "wgpu")]
+pub mod cube;
 pub mod fused;
 pub mod spec;
 

@@ -6,15 +6,15 @@
 //! - [`plan`]: the per-call constants and the split of rows into tasks.
 //! - [`forward`]: `y`, and the per-row shift and `r` it saves.
 //! - [`backward`]: dx, dγ, dβ from `x`, `dy` and the saved statistics.
+//! - [`memory`]: output buffers on transparent huge pages.
 //! - `ndarray` (with the `ndarray` feature): the glue that runs them on `NdArray` tensors.
 //!
 //! The kernels work on plain slices, so they can be tested and reused without a backend.
 //!
 //! # Counters
-//! [`fused_calls`] says how many fused forward and backward passes the *calling thread* has
-//! run. Tests use it to check that a backend really takes the fused path; it is a
-//! thread-local increment per call (not per row), which costs nothing measurable, so it is
-//! always on.
+//! [`fused_calls`] (re-exported from [`crate::fused`]) says how many fused forward and
+//! backward passes the *calling thread* has run, on this backend or any other. Tests use it
+//! to check that a backend really takes the fused path.
 //!
 //! # Example
 //! ```
@@ -38,39 +38,11 @@
 
 pub mod backward;
 pub mod forward;
+pub mod memory;
 pub mod plan;
 pub mod real;
 
 #[cfg(feature = "ndarray")]
 pub(crate) mod ndarray;
 
-use std::cell::Cell;
-
-/// How many fused kernel calls a thread has made.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct FusedCalls {
-    /// Fused forward passes.
-    pub forward: usize,
-    /// Fused backward passes.
-    pub backward: usize,
-}
-
-thread_local! {
-    static CALLS: Cell<FusedCalls> = const { Cell::new(FusedCalls { forward: 0, backward: 0 }) };
-}
-
-/// The fused CPU kernel calls the calling thread has made so far (see the
-/// [module docs](self)).
-pub fn fused_calls() -> FusedCalls {
-    CALLS.with(Cell::get)
-}
-
-/// Records one call on this thread.
-#[cfg_attr(not(feature = "ndarray"), allow(dead_code))]
-pub(crate) fn count(update: impl FnOnce(&mut FusedCalls)) {
-    CALLS.with(|calls| {
-        let mut now = calls.get();
-        update(&mut now);
-        calls.set(now);
-    });
-}
+pub use crate::fused::{FusedCalls, fused_calls};

@@ -13,6 +13,7 @@ use burn::tensor::TensorMetadata;
 
 use super::backward::backward;
 use super::forward::forward;
+use super::memory::zeroed_output;
 use super::plan::RowPlan;
 use super::real::{Real, sum_map};
 use crate::spec::RowNormSpec;
@@ -103,12 +104,11 @@ fn forward_in<E: NdArrayReal>(
     let gamma = expanded(gamma, n, E::ONE)?;
     let beta = expanded(beta, n, E::ZERO)?;
     let plan = RowPlan::new(spec, n);
-    // Zeroed allocations of this size come straight from the OS as zero pages: no memset.
-    let mut y = vec![E::ZERO; rows * n];
+    let mut y = zeroed_output(rows * n);
     let mut shift = vec![E::ZERO; rows];
     let mut rstd = vec![E::ZERO; rows];
     forward(&plan, &x, &gamma, &beta, &mut y, &mut shift, &mut rstd);
-    super::count(|calls| calls.forward += 1);
+    crate::fused::count(|calls| calls.forward += 1);
     Some((
         E::tensor(y, vec![rows, n]),
         E::tensor(shift, vec![rows]),
@@ -167,9 +167,9 @@ fn backward_in<E: NdArrayReal>(
     let gamma_features = gamma.map(|g| g.shape().num_elements());
     let gamma_values = expanded(gamma, n, E::ONE).expect("the forward accepted γ");
     let plan = RowPlan::new(spec, n);
-    let mut dx = vec![E::ZERO; rows * n];
+    let mut dx = zeroed_output(rows * n);
     let sums = backward(&plan, &x_values, &dy, &gamma_values, &shift, &rstd, &mut dx);
-    super::count(|calls| calls.backward += 1);
+    crate::fused::count(|calls| calls.backward += 1);
     // A scalar parameter's gradient is the sum over every feature as well.
     let shaped = |per_feature: Vec<E>, features: usize| {
         if features == 1 && n != 1 {
