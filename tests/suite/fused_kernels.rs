@@ -618,3 +618,28 @@ fn fused_matches_composite_in_f64() {
         );
     });
 }
+
+on_every_backend! {
+    /// `NormBackend::reshape_rows` (how the norms flatten to `[rows, n]`): values in
+    /// row-major order, and under autodiff a gradient of the input's shape, also from a
+    /// transposed view.
+    fn reshape_rows_round_trips_values_and_gradients<B>(device) {
+        let data: Vec<f64> = (0..24).map(f64::from).collect();
+        let weights: Vec<f64> = (0..24).map(|v| f64::from(v) * 0.5 - 3.0).collect();
+        for transposed in [false, true] {
+            let leaf = tensor::<B, 3>(&data, [2, 3, 4], device).require_grad();
+            let x = if transposed { leaf.clone().swap_dims(1, 2) } else { leaf.clone() };
+            let dims = x.dims();
+            let flat = B::reshape_rows(x.clone().into_primitive().tensor(), burn::tensor::Shape::new([6, 4]));
+            let flat: Tensor<B, 2> = Tensor::from_primitive(TensorPrimitive::Float(flat));
+            assert_eq!(values(flat.clone()), values(x.clone().reshape([6, 4])), "transposed {transposed}");
+            let w = tensor::<B, 2>(&weights, [6, 4], device);
+            let grads = (flat * w.clone()).sum().backward();
+            let dx = leaf.grad(&grads).expect("x gradient");
+            let expected = w.reshape(dims);
+            let expected = if transposed { expected.swap_dims(1, 2) } else { expected };
+            assert_eq!(dx.dims(), [2, 3, 4]);
+            assert_close("reshape_rows gradient", &values(dx), &values(expected), 0.0);
+        }
+    }
+}

@@ -23,7 +23,7 @@ use burn::backend::autodiff::{
     grads::Gradients,
     ops::{Backward, Ops, OpsKind},
 };
-use burn::tensor::{DType, TensorMetadata, ops::FloatTensor};
+use burn::tensor::{DType, Shape, TensorMetadata, ops::FloatTensor};
 
 use crate::backend::NormBackend;
 use crate::fused::{FusedNormForward, RowStatistics};
@@ -99,7 +99,45 @@ impl<B: NormBackend, const N: usize> Backward<B, N> for NormRowsBackward {
     }
 }
 
+/// The backward node of [`NormBackend::reshape_rows`]: the gradient takes the inner
+/// backend's `reshape_rows` back to the input's shape, so it does not copy either.
+#[derive(Debug)]
+pub struct ReshapeRowsBackward;
+
+impl<B: NormBackend> Backward<B, 1> for ReshapeRowsBackward {
+    /// The input's shape.
+    type State = Shape;
+
+    fn backward(
+        self,
+        ops: Ops<Self::State, 1>,
+        grads: &mut Gradients,
+        _checkpointer: &mut Checkpointer,
+    ) {
+        let grad = grads.consume::<B>(&ops.node);
+        if let [Some(parent)] = ops.parents {
+            grads.register::<B>(parent.id, B::reshape_rows(grad, ops.state));
+        }
+    }
+}
+
 impl<B: NormBackend, C: CheckpointStrategy> NormBackend for Autodiff<B, C> {
+    fn reshape_rows(x: FloatTensor<Self>, shape: Shape) -> FloatTensor<Self> {
+        // Compute bound only in the checkpointing sense: the state is a shape, and keeping
+        // the output costs nothing (it shares x's buffer).
+        match ReshapeRowsBackward
+            .prepare::<C>([x.node.clone()])
+            .compute_bound()
+            .stateful()
+        {
+            OpsKind::Tracked(prep) => {
+                let input_shape = x.primitive.shape();
+                prep.finish(input_shape, B::reshape_rows(x.primitive, shape))
+            }
+            OpsKind::UnTracked(prep) => prep.finish(B::reshape_rows(x.primitive, shape)),
+        }
+    }
+
     fn norm_rows(
         x: FloatTensor<Self>,
         gamma: Option<FloatTensor<Self>>,

@@ -53,6 +53,36 @@ macro_rules! ndarray_real {
 ndarray_real!(f32, F32);
 ndarray_real!(f64, F64);
 
+/// `x` reshaped to `shape` without copying, when it is an f32 or f64 tensor in standard
+/// layout (row-major, contiguous): only the dimensions change. `Err(x)` otherwise.
+///
+/// # Panics
+/// If `shape` does not hold as many elements as `x`.
+pub(crate) fn reshape_without_copy(
+    x: NdArrayTensor,
+    shape: &burn::tensor::Shape,
+) -> Result<NdArrayTensor, NdArrayTensor> {
+    macro_rules! reshaped {
+        ($storage:expr) => {{
+            let array = $storage.into_shared();
+            let from = array.shape().to_vec();
+            array
+                .into_shape_with_order(shape.as_slice())
+                .unwrap_or_else(|e| panic!("reshape {from:?} to {shape:?}: {e}"))
+                .into()
+        }};
+    }
+    match x {
+        NdArrayTensor::F32(storage) if storage.view().is_standard_layout() => {
+            Ok(reshaped!(storage))
+        }
+        NdArrayTensor::F64(storage) if storage.view().is_standard_layout() => {
+            Ok(reshaped!(storage))
+        }
+        other => Err(other),
+    }
+}
+
 /// `[rows, n]` when the tensor is a non-empty matrix.
 fn matrix_dims(x: &NdArrayTensor) -> Option<(usize, usize)> {
     match x.shape().as_slice() {
@@ -183,4 +213,46 @@ fn backward_in<E: NdArrayReal>(
         gamma_features.map(|features| shaped(sums.gamma, features)),
         beta_features.map(|features| shaped(sums.beta, features)),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use burn::backend::NdArray;
+    use burn::tensor::{Shape, Tensor, TensorData};
+
+    use super::*;
+
+    fn data_pointer(tensor: &NdArrayTensor) -> *const f32 {
+        match tensor {
+            NdArrayTensor::F32(storage) => storage.view().as_ptr(),
+            other => panic!("expected f32, got {:?}", other.dtype()),
+        }
+    }
+
+    #[test]
+    fn contiguous_reshape_keeps_the_buffer_and_views_fall_back() {
+        let device = Default::default();
+        let values: Vec<f32> = (0..24).map(|v| v as f32).collect();
+        let x =
+            Tensor::<NdArray, 3>::from_data(TensorData::new(values.clone(), [2, 3, 4]), &device);
+        let primitive = x.clone().into_primitive().tensor();
+        let before = data_pointer(&primitive);
+        let reshaped = reshape_without_copy(primitive, &Shape::new([6, 4]))
+            .unwrap_or_else(|_| panic!("a contiguous tensor must reshape in place"));
+        assert_eq!(
+            data_pointer(&reshaped),
+            before,
+            "the reshape copied the buffer"
+        );
+        assert_eq!(reshaped.shape(), Shape::new([6, 4]));
+        let back =
+            Tensor::<NdArray, 2>::from_primitive(burn::tensor::TensorPrimitive::Float(reshaped));
+        assert_eq!(back.into_data().to_vec::<f32>().unwrap(), values);
+
+        let transposed = x.swap_dims(1, 2).into_primitive().tensor();
+        assert!(
+            reshape_without_copy(transposed, &Shape::new([6, 4])).is_err(),
+            "a transposed view has no row-major reshape without a copy"
+        );
+    }
 }

@@ -6,7 +6,8 @@
 //! - the backend sees `[rows, n]`, `rows = Π dᵢ`, `n = Π Sⱼ`
 //! - output: the input's shape
 
-use burn::tensor::{Tensor, TensorPrimitive, backend::Backend, ops::FloatTensor};
+use addnorm_kernels::NormBackend;
+use burn::tensor::{Shape, Tensor, TensorPrimitive, backend::Backend, ops::FloatTensor};
 
 /// Panics unless `normalized_shape` is non-empty and free of zeros.
 pub(crate) fn validate_normalized_shape(config: &str, normalized_shape: &[usize]) {
@@ -34,7 +35,7 @@ pub(crate) fn validate_epsilon(config: &str, epsilon: f64) {
 /// # Panics
 /// If the input's rank is lower than the normalized shape's length, or its trailing
 /// dimensions differ; the message names the expected and the actual shape.
-pub(crate) fn normalize_trailing<B: Backend, const D: usize>(
+pub(crate) fn normalize_trailing<B: NormBackend, const D: usize>(
     module: &str,
     normalized_shape: &[usize],
     x: Tensor<B, D>,
@@ -58,8 +59,10 @@ pub(crate) fn normalize_trailing<B: Backend, const D: usize>(
     if rows == 0 {
         return x;
     }
-    let flat = x.reshape([rows, n]).into_primitive().tensor();
-    Tensor::<B, 2>::from_primitive(TensorPrimitive::Float(normalize(flat))).reshape(dims)
+    // NormBackend::reshape_rows: burn-ndarray's own reshape copies even a contiguous tensor.
+    let flat = B::reshape_rows(x.into_primitive().tensor(), Shape::new([rows, n]));
+    let normalized = B::reshape_rows(normalize(flat), Shape::from(dims.to_vec()));
+    Tensor::from_primitive(TensorPrimitive::Float(normalized))
 }
 
 /// Unwraps an optional parameter into its primitive.
