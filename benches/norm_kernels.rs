@@ -10,9 +10,11 @@
 //! The table reports, per norm and shape, the median over the repetitions, the speed-up
 //! over Burn's module, and the achieved bandwidth counting 8 bytes per element for the
 //! forward (read x, write y) and 12 for the backward (read x and dy, write dx), as a
-//! fraction of the copy bandwidth measured in the same run. The "kernel" columns time the
-//! fused forward and backward kernels alone on slices, without the autodiff graph and the
-//! loss's own element-wise ops.
+//! fraction of the copy bandwidth measured in the same run. "loss only" times the same step
+//! with no norm (`y = x`): the loss's multiply and sum, their backward and the autodiff
+//! graph, a floor under both norms. The "kernel" columns time the fused forward and
+//! backward kernels alone on slices, without the autodiff graph and the loss's own
+//! element-wise ops.
 //!
 //! `--rss` additionally runs one step at 4096×1024 per implementation in a child process
 //! and reports its peak resident memory (VmHWM).
@@ -61,6 +63,21 @@ enum Kind {
 enum Implementation {
     Addnorm,
     Burn,
+    /// No norm at all (`y = x`): what the step's own ops cost (the loss's multiply and sum,
+    /// their backward, the autodiff graph). Neither norm can take less.
+    LossOnly,
+}
+
+/// The norm of [`Implementation::LossOnly`].
+struct Identity;
+
+impl Identity {
+    fn forward<B: burn::tensor::backend::Backend, const D: usize>(
+        &self,
+        x: Tensor<B, D>,
+    ) -> Tensor<B, D> {
+        x
+    }
 }
 
 /// The median of `reps` timings of `step` after `warmup` untimed calls.
@@ -123,6 +140,7 @@ where
         (Kind::Rms, Implementation::Burn) => {
             step!(burn::nn::RmsNormConfig::new(n).init::<B>(&device))
         }
+        (_, Implementation::LossOnly) => step!(Identity),
     }
 }
 
@@ -240,6 +258,7 @@ fn name(implementation: Implementation) -> &'static str {
     match implementation {
         Implementation::Addnorm => "addnorm (fused)",
         Implementation::Burn => "burn::nn",
+        Implementation::LossOnly => "loss only",
     }
 }
 
@@ -276,7 +295,7 @@ fn main() {
          % copy = that bandwidth over the copy bandwidth.\n"
     );
     println!(
-        "{:<8} {:<10} {:>12} {:>12} {:>9} {:>8} {:>7} {:>12} {:>8} {:>7}",
+        "{:<8} {:<10} {:>12} {:>12} {:>9} {:>8} {:>7} {:>12} {:>12} {:>8} {:>7}",
         "norm",
         "shape",
         "burn::nn",
@@ -284,6 +303,7 @@ fn main() {
         "speed-up",
         "GB/s",
         "% copy",
+        "loss only",
         "kernel only",
         "GB/s",
         "% copy"
@@ -299,9 +319,14 @@ fn main() {
                 reps,
                 step_for::<Ad>(kind, Implementation::Addnorm, lead, n),
             );
+            let loss_only = median(
+                2,
+                reps,
+                step_for::<Ad>(kind, Implementation::LossOnly, lead, n),
+            );
             let kernel = median(2, reps, kernel_step(kind, rows, n));
             println!(
-                "{:<8} {:<10} {:>9.2} ms {:>9.2} ms {:>8.1}× {:>8.1} {:>6.0}% {:>9.2} ms {:>8.1} {:>6.0}%",
+                "{:<8} {:<10} {:>9.2} ms {:>9.2} ms {:>8.1}× {:>8.1} {:>6.0}% {:>9.2} ms {:>9.2} ms {:>8.1} {:>6.0}%",
                 format!("{kind:?}"),
                 label,
                 burn_time.as_secs_f64() * 1e3,
@@ -309,6 +334,7 @@ fn main() {
                 burn_time.as_secs_f64() / ours.as_secs_f64(),
                 gbps(elements, ours),
                 100.0 * gbps(elements, ours) / copy,
+                loss_only.as_secs_f64() * 1e3,
                 kernel.as_secs_f64() * 1e3,
                 gbps(elements, kernel),
                 100.0 * gbps(elements, kernel) / copy,
