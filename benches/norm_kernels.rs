@@ -341,8 +341,46 @@ fn main() {
             );
         }
     }
+    dynamic_tanh_table();
     if args.iter().any(|a| a == "--rss") {
         peak_rss_report();
+    }
+}
+
+/// One DyT forward + backward step on `[rows, n]`, fused or (under `ForceComposite`) as
+/// Burn ops.
+fn dynamic_tanh_step(rows: usize, n: usize, composite: bool) -> impl FnMut() {
+    let device = Default::default();
+    let x = Tensor::<Ad, 2>::random([rows, n], Distribution::Normal(0.5, 2.0), &device);
+    let dy = Tensor::<Ad, 2>::random([rows, n], Distribution::Normal(0.0, 1.0), &device);
+    let dyt = addnorm::nn::DynamicTanhConfig::new(vec![n]).init::<Ad>(&device);
+    move || {
+        let _guard = composite.then(addnorm_kernels::composite::ForceComposite::new);
+        let x = x.clone().require_grad();
+        let grads = (dyt.forward(x.clone()) * dy.clone()).sum().backward();
+        black_box(x.grad(&grads));
+    }
+}
+
+/// DyT: the fused CPU kernels against the composite path (Burn has no DyT module).
+fn dynamic_tanh_table() {
+    println!("\nDynamicTanh, forward + backward, fused vs composite (Burn ops):");
+    println!(
+        "{:<10} {:>12} {:>12} {:>9}",
+        "shape", "composite", "fused", "speed-up"
+    );
+    for (label, lead, n) in SHAPES {
+        let rows: usize = lead.iter().product();
+        let reps = repetitions(rows * n);
+        let composite = median(2, reps, dynamic_tanh_step(rows, n, true));
+        let fused = median(2, reps, dynamic_tanh_step(rows, n, false));
+        println!(
+            "{:<10} {:>9.2} ms {:>9.2} ms {:>8.1}×",
+            label,
+            composite.as_secs_f64() * 1e3,
+            fused.as_secs_f64() * 1e3,
+            composite.as_secs_f64() / fused.as_secs_f64(),
+        );
     }
 }
 

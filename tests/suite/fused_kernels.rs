@@ -643,3 +643,97 @@ on_every_backend! {
         }
     }
 }
+
+/// y, dx, dα, dγ, dβ of `sum(DyT(x) · dy)` on `[rows, n]`, through the backend's
+/// `dynamic_tanh` (fused where the backend has a kernel) or the composite reference.
+fn dynamic_tanh_pass<B: AutodiffBackend + NormBackend>(
+    (rows, n): (usize, usize),
+    (gamma_len, beta_len): (Option<usize>, Option<usize>),
+    path: Path,
+    device: &B::Device,
+) -> Vec<Vec<f64>> {
+    let seed = (rows * 31 + n) as u64;
+    let x_values: Vec<f64> = random_values(rows * n, seed)
+        .iter()
+        .map(|v| 4.0 * v)
+        .collect();
+    let x = tensor::<B, 2>(&x_values, [rows, n], device).require_grad();
+    let param = |values: Vec<f64>| tensor::<B, 1>(&values, [values.len()], device).require_grad();
+    let alpha = param(vec![0.7]);
+    let gamma = gamma_len.map(|len| {
+        param(
+            random_values(len, seed + 1)
+                .iter()
+                .map(|v| 1.0 + v)
+                .collect(),
+        )
+    });
+    let beta = beta_len.map(|len| param(random_values(len, seed + 2)));
+    let y = match path {
+        Path::Composite => {
+            composite::dynamic_tanh(x.clone(), alpha.clone(), gamma.clone(), beta.clone())
+        }
+        Path::Backend => {
+            let primitive = |t: &Tensor<B, 1>| t.clone().into_primitive().tensor();
+            Tensor::from_primitive(TensorPrimitive::Float(B::dynamic_tanh(
+                x.clone().into_primitive().tensor(),
+                primitive(&alpha),
+                gamma.as_ref().map(primitive),
+                beta.as_ref().map(primitive),
+            )))
+        }
+    };
+    let dy = tensor::<B, 2>(&random_values(rows * n, seed + 3), [rows, n], device);
+    let grads = (y.clone() * dy).sum().backward();
+    let grad = |t: &Tensor<B, 1>| values(t.grad(&grads).expect("parameter gradient"));
+    let mut out = vec![values(y), values(x.grad(&grads).expect("dx")), grad(&alpha)];
+    out.extend(gamma.as_ref().map(grad));
+    out.extend(beta.as_ref().map(grad));
+    out
+}
+
+on_every_backend! {
+    /// (6) DyT through the backend (fused on ndarray; on wgpu Burn's fusion fuses the
+    /// composite) matches the composite reference: y, dx, dα, dγ, dβ, for γ/β of length n,
+    /// 1 or absent, and widths 1 to 1000.
+    fn dynamic_tanh_fused_and_composite_agree<B>(device) {
+        let params = [(Some(7), Some(7)), (Some(1), Some(1)), (None, None), (Some(7), None), (None, Some(1))];
+        for (gamma, beta) in params {
+            let fused = dynamic_tanh_pass::<B>((5, 7), (gamma, beta), Path::Backend, device);
+            let reference = dynamic_tanh_pass::<B>((5, 7), (gamma, beta), Path::Composite, device);
+            for (i, (a, b)) in fused.iter().zip(&reference).enumerate() {
+                assert_close(&format!("DyT γ {gamma:?} β {beta:?}: output {i}"), a, b, 1e-5);
+            }
+        }
+        for (rows, n) in [(1, 1), (257, 33), (3, 1000)] {
+            let fused = dynamic_tanh_pass::<B>((rows, n), (Some(n), Some(n)), Path::Backend, device);
+            let reference = dynamic_tanh_pass::<B>((rows, n), (Some(n), Some(n)), Path::Composite, device);
+            for (i, (a, b)) in fused.iter().zip(&reference).enumerate() {
+                assert_close(&format!("DyT {rows}×{n}: output {i}"), a, b, 1e-4);
+            }
+        }
+    }
+}
+
+/// (6) On the CPU backend under autodiff, a `DynamicTanh` module's forward and backward
+/// each run the fused DyT kernel once.
+#[cfg(feature = "ndarray")]
+#[test]
+fn autodiff_ndarray_takes_the_fused_dynamic_tanh_path() {
+    use addnorm::backend::ndarray::{AutodiffBackend as Ad, device};
+    use addnorm::nn::DynamicTanhConfig;
+    use addnorm_kernels::fused::fused_calls;
+    let dyt = DynamicTanhConfig::new(vec![6]).init::<Ad>(&device());
+    let x = tensor::<Ad, 3>(&random_values(2 * 4 * 6, 61), [2, 4, 6], &device()).require_grad();
+    let before = fused_calls();
+    let grads = dyt.forward(x.clone()).sum().backward();
+    let after = fused_calls();
+    assert_eq!(
+        (
+            after.forward - before.forward,
+            after.backward - before.backward
+        ),
+        (1, 1)
+    );
+    assert!(dyt.alpha.grad(&grads).is_some() && x.grad(&grads).is_some());
+}

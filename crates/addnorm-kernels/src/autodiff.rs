@@ -1,6 +1,8 @@
 //! `NormBackend` for `Autodiff<B, C>`: when the inner backend `B` has a fused kernel, one
-//! forward call and one custom backward node ([`NormRowsBackward`]); otherwise the
-//! composite path, differentiated op by op.
+//! forward call and one custom backward node ([`NormRowsBackward`] for the LayerNorm and
+//! RMSNorm variants, [`DynamicTanhBackward`] for DyT); otherwise the composite path,
+//! differentiated op by op. [`ReshapeRowsBackward`] is the backward of the norms'
+//! flattening reshape.
 //!
 //! # Formula
 //! The node's backward is the analytic one of [`crate::cpu::backward`]:
@@ -121,7 +123,101 @@ impl<B: NormBackend> Backward<B, 1> for ReshapeRowsBackward {
     }
 }
 
+/// The backward node of a fused `dynamic_tanh`. Its parents are `x`, α, then γ and β when
+/// they exist; the const `N` is how many. It keeps `x`, α and γ (checkpointed) and
+/// recomputes `tanh(α·x)`.
+#[derive(Debug)]
+pub struct DynamicTanhBackward;
+
+/// What [`DynamicTanhBackward`] keeps from the forward.
+#[derive(Clone, Debug)]
+pub struct DynamicTanhState {
+    x: NodeId,
+    alpha: NodeId,
+    gamma: Option<NodeId>,
+    beta_features: Option<usize>,
+    /// The dtypes of γ and β, to which dγ/dβ are cast when the kernel returns another.
+    parameter_dtypes: [Option<DType>; 2],
+}
+
+impl<B: NormBackend, const N: usize> Backward<B, N> for DynamicTanhBackward {
+    type State = DynamicTanhState;
+
+    fn backward(
+        self,
+        ops: Ops<Self::State, N>,
+        grads: &mut Gradients,
+        checkpointer: &mut Checkpointer,
+    ) {
+        let state = ops.state;
+        let grad_output = grads.consume::<B>(&ops.node);
+        let x: FloatTensor<B> = checkpointer.retrieve_node_output(state.x);
+        let alpha: FloatTensor<B> = checkpointer.retrieve_node_output(state.alpha);
+        let gamma: Option<FloatTensor<B>> =
+            state.gamma.map(|id| checkpointer.retrieve_node_output(id));
+        let computed = B::fused_dynamic_tanh_backward(
+            &x,
+            &alpha,
+            gamma.as_ref(),
+            state.beta_features,
+            grad_output,
+        );
+        let [gamma_dtype, beta_dtype] = state.parameter_dtypes;
+        // The parents are x, α, γ, β in that order, absent parameters skipped.
+        let gradients = [
+            Some(computed.x),
+            Some(computed.alpha),
+            in_dtype::<B>(computed.gamma, gamma_dtype),
+            in_dtype::<B>(computed.beta, beta_dtype),
+        ];
+        for (parent, grad) in ops.parents.into_iter().zip(gradients.into_iter().flatten()) {
+            if let Some(parent) = parent {
+                grads.register::<B>(parent.id, grad);
+            }
+        }
+    }
+}
+
 impl<B: NormBackend, C: CheckpointStrategy> NormBackend for Autodiff<B, C> {
+    fn dynamic_tanh(
+        x: FloatTensor<Self>,
+        alpha: FloatTensor<Self>,
+        gamma: Option<FloatTensor<Self>>,
+        beta: Option<FloatTensor<Self>>,
+    ) -> FloatTensor<Self> {
+        let fused = if composite::is_forced() {
+            None
+        } else {
+            B::fused_dynamic_tanh(
+                &x.primitive,
+                &alpha.primitive,
+                gamma.as_ref().map(|g| &g.primitive),
+                beta.as_ref().map(|b| &b.primitive),
+            )
+        };
+        let Some(output) = fused else {
+            return composite_dynamic_tanh::<Self>(x, alpha, gamma, beta);
+        };
+        let beta_features = beta.as_ref().map(|b| b.primitive.shape().num_elements());
+        match (gamma, beta) {
+            (None, None) => {
+                record_dynamic_tanh::<B, C, 2>([&x, &alpha], None, beta_features, output)
+            }
+            (Some(g), None) => {
+                record_dynamic_tanh::<B, C, 3>([&x, &alpha, &g], Some(&g), beta_features, output)
+            }
+            (None, Some(b)) => {
+                record_dynamic_tanh::<B, C, 3>([&x, &alpha, &b], None, beta_features, output)
+            }
+            (Some(g), Some(b)) => record_dynamic_tanh::<B, C, 4>(
+                [&x, &alpha, &g, &b],
+                Some(&g),
+                beta_features,
+                output,
+            ),
+        }
+    }
+
     fn reshape_rows(x: FloatTensor<Self>, shape: Shape) -> FloatTensor<Self> {
         // Compute bound only in the checkpointing sense: the state is a shape, and keeping
         // the output costs nothing (it shares x's buffer).
@@ -199,6 +295,58 @@ fn composite_norm_rows<B: burn::tensor::backend::Backend>(
     )
     .into_primitive()
     .tensor()
+}
+
+/// The composite DyT, differentiated by `Autodiff` op by op.
+fn composite_dynamic_tanh<B: burn::tensor::backend::Backend>(
+    x: FloatTensor<B>,
+    alpha: FloatTensor<B>,
+    gamma: Option<FloatTensor<B>>,
+    beta: Option<FloatTensor<B>>,
+) -> FloatTensor<B> {
+    use burn::tensor::{Tensor, TensorPrimitive};
+    let wrap = |p| Tensor::<B, 1>::from_primitive(TensorPrimitive::Float(p));
+    composite::dynamic_tanh::<B>(
+        Tensor::from_primitive(TensorPrimitive::Float(x)),
+        wrap(alpha),
+        gamma.map(wrap),
+        beta.map(wrap),
+    )
+    .into_primitive()
+    .tensor()
+}
+
+/// Registers the fused DyT output with a [`DynamicTanhBackward`] node whose parents are
+/// `parents` (x, α, then the parameters present).
+fn record_dynamic_tanh<B: NormBackend, C: CheckpointStrategy, const N: usize>(
+    parents: [&FloatTensor<Autodiff<B, C>>; N],
+    gamma: Option<&FloatTensor<Autodiff<B, C>>>,
+    beta_features: Option<usize>,
+    output: FloatTensor<B>,
+) -> FloatTensor<Autodiff<B, C>> {
+    let nodes = parents.map(|p| p.node.clone());
+    let gamma_dtype = gamma.map(|g| g.primitive.dtype());
+    // β is the last parent when it is present.
+    let beta_dtype = beta_features.map(|_| parents[N - 1].primitive.dtype());
+    match <DynamicTanhBackward as Backward<B, N>>::prepare::<C>(DynamicTanhBackward, nodes)
+        .compute_bound()
+        .stateful()
+    {
+        OpsKind::Tracked(mut prep) => {
+            let x = prep.checkpoint(parents[0]);
+            let alpha = prep.checkpoint(parents[1]);
+            let gamma = gamma.map(|g| prep.checkpoint(g));
+            let state = DynamicTanhState {
+                x,
+                alpha,
+                gamma,
+                beta_features,
+                parameter_dtypes: [gamma_dtype, beta_dtype],
+            };
+            prep.finish(state, output)
+        }
+        OpsKind::UnTracked(prep) => prep.finish(output),
+    }
 }
 
 /// Registers the fused forward's output with a [`NormRowsBackward`] node whose parents are

@@ -8,7 +8,8 @@
 //! # Formulas
 //! - [`NormBackend::norm_rows`]: `y = (x − μ) / √(σ² + ε) · γ + β` and the other variants
 //!   of [`RowNormSpec`].
-//! - [`NormBackend::dynamic_tanh`]: `y = γ · tanh(α·x) + β`.
+//! - [`NormBackend::dynamic_tanh`]: `y = γ · tanh(α·x) + β` (fused on NdArray; on the GPU
+//!   backends Burn's fusion already fuses its element-wise composite).
 //!
 //! # Shapes
 //! - `x`: `[rows, n]`; `gamma`, `beta`: `[n]` or `[1]`; `alpha`: `[1]`; output `[rows, n]`.
@@ -54,7 +55,7 @@
 use burn::tensor::ops::{FloatTensor, FloatTensorOps};
 use burn::tensor::{Shape, Tensor, TensorPrimitive, backend::Backend};
 
-use crate::fused::{FusedNormForward, FusedNormGrads, RowStatistics};
+use crate::fused::{FusedDynamicTanhGrads, FusedNormForward, FusedNormGrads, RowStatistics};
 use crate::{composite, spec::RowNormSpec};
 
 /// Wraps a float primitive into a tensor of rank `D`.
@@ -136,12 +137,21 @@ pub trait NormBackend: Backend {
     }
 
     /// Dynamic Tanh on `x: [rows, n]`: `γ·tanh(α·x) + β` with `alpha: [1]`.
+    ///
+    /// Takes [`fused_dynamic_tanh`](Self::fused_dynamic_tanh) when the backend has a fused
+    /// kernel for these inputs and no [`ForceComposite`](composite::ForceComposite) guard
+    /// is alive on this thread; otherwise the [composite](composite::dynamic_tanh) path.
     fn dynamic_tanh(
         x: FloatTensor<Self>,
         alpha: FloatTensor<Self>,
         gamma: Option<FloatTensor<Self>>,
         beta: Option<FloatTensor<Self>>,
     ) -> FloatTensor<Self> {
+        if !composite::is_forced()
+            && let Some(y) = Self::fused_dynamic_tanh(&x, &alpha, gamma.as_ref(), beta.as_ref())
+        {
+            return y;
+        }
         composite::dynamic_tanh::<Self>(
             tensor(x),
             tensor(alpha),
@@ -150,6 +160,41 @@ pub trait NormBackend: Backend {
         )
         .into_primitive()
         .tensor()
+    }
+
+    /// The fused forward of [`dynamic_tanh`](Self::dynamic_tanh); `None` when this backend
+    /// has no fused kernel for these inputs (the default). The backward needs nothing but
+    /// the inputs, so nothing else is returned. A backend that returns `Some` must also
+    /// override [`fused_dynamic_tanh_backward`](Self::fused_dynamic_tanh_backward).
+    fn fused_dynamic_tanh(
+        x: &FloatTensor<Self>,
+        alpha: &FloatTensor<Self>,
+        gamma: Option<&FloatTensor<Self>>,
+        beta: Option<&FloatTensor<Self>>,
+    ) -> Option<FloatTensor<Self>> {
+        let _ = (x, alpha, gamma, beta);
+        None
+    }
+
+    /// The fused DyT backward: dx, dα, dγ and dβ from `x`, α, γ and
+    /// `grad_output = ∂L/∂y`. `beta_features` is β's length (`n` or 1), `None` without β.
+    ///
+    /// # Panics
+    /// In this default, always: only a backend whose
+    /// [`fused_dynamic_tanh`](Self::fused_dynamic_tanh) returns `Some` is asked for it.
+    fn fused_dynamic_tanh_backward(
+        x: &FloatTensor<Self>,
+        alpha: &FloatTensor<Self>,
+        gamma: Option<&FloatTensor<Self>>,
+        beta_features: Option<usize>,
+        grad_output: FloatTensor<Self>,
+    ) -> FusedDynamicTanhGrads<Self> {
+        let _ = (x, alpha, gamma, beta_features, grad_output);
+        panic!(
+            "{} returned a fused dynamic_tanh forward but has no fused backward: override \
+             NormBackend::fused_dynamic_tanh_backward too",
+            core::any::type_name::<Self>()
+        )
     }
 }
 
@@ -198,5 +243,36 @@ where
             spec,
         );
         FusedNormGrads { x, gamma, beta }
+    }
+
+    fn fused_dynamic_tanh(
+        x: &FloatTensor<Self>,
+        alpha: &FloatTensor<Self>,
+        gamma: Option<&FloatTensor<Self>>,
+        beta: Option<&FloatTensor<Self>>,
+    ) -> Option<FloatTensor<Self>> {
+        crate::cpu::ndarray::fused_dynamic_tanh(x, alpha, gamma, beta)
+    }
+
+    fn fused_dynamic_tanh_backward(
+        x: &FloatTensor<Self>,
+        alpha: &FloatTensor<Self>,
+        gamma: Option<&FloatTensor<Self>>,
+        beta_features: Option<usize>,
+        grad_output: FloatTensor<Self>,
+    ) -> FusedDynamicTanhGrads<Self> {
+        let (x, alpha, gamma, beta) = crate::cpu::ndarray::fused_dynamic_tanh_backward(
+            x,
+            alpha,
+            gamma,
+            beta_features,
+            &grad_output,
+        );
+        FusedDynamicTanhGrads {
+            x,
+            alpha,
+            gamma,
+            beta,
+        }
     }
 }

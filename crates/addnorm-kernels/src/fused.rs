@@ -80,6 +80,18 @@ pub struct FusedNormGrads<B: Backend> {
     pub beta: Option<FloatTensor<B>>,
 }
 
+/// The gradients a fused Dynamic Tanh backward returns.
+pub struct FusedDynamicTanhGrads<B: Backend> {
+    /// `∂L/∂x`, `[rows, n]`.
+    pub x: FloatTensor<B>,
+    /// `∂L/∂α`, `[1]`.
+    pub alpha: FloatTensor<B>,
+    /// `∂L/∂γ`, shaped as γ, when there is a γ.
+    pub gamma: Option<FloatTensor<B>>,
+    /// `∂L/∂β`, shaped as β, when there is a β.
+    pub beta: Option<FloatTensor<B>>,
+}
+
 /// How many fused kernel calls a thread has made.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct FusedCalls {

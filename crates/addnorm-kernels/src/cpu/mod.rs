@@ -7,6 +7,7 @@
 //! - [`forward`]: `y`, and the per-row shift and `r` it saves.
 //! - [`backward`]: dx, dγ, dβ from `x`, `dy` and the saved statistics.
 //! - [`memory`]: output buffers on transparent huge pages.
+//! - [`dyt`]: the fused Dynamic Tanh forward and backward.
 //! - `ndarray` (with the `ndarray` feature): the glue that runs them on `NdArray` tensors.
 //!
 //! The kernels work on plain slices, so they can be tested and reused without a backend.
@@ -37,6 +38,7 @@
 //! ```
 
 pub mod backward;
+pub mod dyt;
 pub mod forward;
 pub mod memory;
 pub mod plan;

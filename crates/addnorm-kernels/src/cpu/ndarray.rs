@@ -201,18 +201,123 @@ fn backward_in<E: NdArrayReal>(
     let sums = backward(&plan, &x_values, &dy, &gamma_values, &shift, &rstd, &mut dx);
     crate::fused::count(|calls| calls.backward += 1);
     // A scalar parameter's gradient is the sum over every feature as well.
-    let shaped = |per_feature: Vec<E>, features: usize| {
-        if features == 1 && n != 1 {
-            E::tensor(vec![sum_map(&per_feature, |v| v)], vec![1])
-        } else {
-            E::tensor(per_feature, vec![n])
-        }
-    };
     (
         E::tensor(dx, vec![rows, n]),
-        gamma_features.map(|features| shaped(sums.gamma, features)),
-        beta_features.map(|features| shaped(sums.beta, features)),
+        gamma_features.map(|features| per_parameter(sums.gamma, features, n)),
+        beta_features.map(|features| per_parameter(sums.beta, features, n)),
     )
+}
+
+/// The fused DyT forward `γ·tanh(α·x) + β`, or `None` when these inputs are not for it
+/// (not a non-empty f32/f64 matrix, or α, γ, β of another dtype or length).
+pub(crate) fn fused_dynamic_tanh(
+    x: &NdArrayTensor,
+    alpha: &NdArrayTensor,
+    gamma: Option<&NdArrayTensor>,
+    beta: Option<&NdArrayTensor>,
+) -> Option<NdArrayTensor> {
+    match x {
+        NdArrayTensor::F32(_) => dynamic_tanh_in::<f32>(x, alpha, gamma, beta),
+        NdArrayTensor::F64(_) => dynamic_tanh_in::<f64>(x, alpha, gamma, beta),
+        _ => None,
+    }
+}
+
+/// α as a scalar: `None` unless it holds exactly one value of `E`.
+fn scalar<E: NdArrayReal>(alpha: &NdArrayTensor) -> Option<E> {
+    match *E::elements(alpha)? {
+        [value] => Some(value),
+        _ => None,
+    }
+}
+
+fn dynamic_tanh_in<E: NdArrayReal>(
+    x: &NdArrayTensor,
+    alpha: &NdArrayTensor,
+    gamma: Option<&NdArrayTensor>,
+    beta: Option<&NdArrayTensor>,
+) -> Option<NdArrayTensor> {
+    let (rows, n) = matrix_dims(x)?;
+    let alpha = scalar::<E>(alpha)?;
+    let gamma = expanded(gamma, n, E::ONE)?;
+    let beta = expanded(beta, n, E::ZERO)?;
+    let x = E::elements(x)?;
+    let mut y = zeroed_output(rows * n);
+    super::dyt::forward(n, &x, alpha, &gamma, &beta, &mut y);
+    crate::fused::count(|calls| calls.forward += 1);
+    Some(E::tensor(y, vec![rows, n]))
+}
+
+/// The fused DyT backward: `(dx, dα, dγ, dβ)`, dα shaped `[1]`, dγ/dβ as their parameters.
+///
+/// # Panics
+/// If the tensors are not what [`fused_dynamic_tanh`] accepted.
+pub(crate) fn fused_dynamic_tanh_backward(
+    x: &NdArrayTensor,
+    alpha: &NdArrayTensor,
+    gamma: Option<&NdArrayTensor>,
+    beta_features: Option<usize>,
+    grad_output: &NdArrayTensor,
+) -> DynamicTanhGradTensors {
+    match x {
+        NdArrayTensor::F32(_) => {
+            dynamic_tanh_backward_in::<f32>(x, alpha, gamma, beta_features, grad_output)
+        }
+        NdArrayTensor::F64(_) => {
+            dynamic_tanh_backward_in::<f64>(x, alpha, gamma, beta_features, grad_output)
+        }
+        other => panic!(
+            "the fused DyT backward runs in f32 or f64, got {:?}",
+            other.dtype()
+        ),
+    }
+}
+
+/// `(dx, dα, dγ, dβ)` as NdArray tensors.
+pub(crate) type DynamicTanhGradTensors = (
+    NdArrayTensor,
+    NdArrayTensor,
+    Option<NdArrayTensor>,
+    Option<NdArrayTensor>,
+);
+
+fn dynamic_tanh_backward_in<E: NdArrayReal>(
+    x: &NdArrayTensor,
+    alpha: &NdArrayTensor,
+    gamma: Option<&NdArrayTensor>,
+    beta_features: Option<usize>,
+    grad_output: &NdArrayTensor,
+) -> DynamicTanhGradTensors {
+    let (rows, n) = matrix_dims(x).expect("the forward accepted a non-empty [rows, n]");
+    let x_values = E::elements(x).expect("x's dtype was matched");
+    let dy = E::elements(grad_output).unwrap_or_else(|| {
+        panic!(
+            "fused DyT backward: dy must be {:?} like x, got {:?}",
+            x.dtype(),
+            grad_output.dtype()
+        )
+    });
+    let alpha = scalar::<E>(alpha).expect("the forward accepted α");
+    let gamma_features = gamma.map(|g| g.shape().num_elements());
+    let gamma_values = expanded(gamma, n, E::ONE).expect("the forward accepted γ");
+    let mut dx = zeroed_output(rows * n);
+    let sums = super::dyt::backward(n, &x_values, &dy, alpha, &gamma_values, &mut dx);
+    crate::fused::count(|calls| calls.backward += 1);
+    (
+        E::tensor(dx, vec![rows, n]),
+        E::tensor(vec![sums.alpha], vec![1]),
+        gamma_features.map(|features| per_parameter(sums.gamma, features, n)),
+        beta_features.map(|features| per_parameter(sums.beta, features, n)),
+    )
+}
+
+/// A per-feature gradient shaped as its parameter: summed to `[1]` for a scalar one.
+fn per_parameter<E: NdArrayReal>(per_feature: Vec<E>, features: usize, n: usize) -> NdArrayTensor {
+    if features == 1 && n != 1 {
+        E::tensor(vec![sum_map(&per_feature, |v| v)], vec![1])
+    } else {
+        E::tensor(per_feature, vec![n])
+    }
 }
 
 #[cfg(test)]

@@ -40,6 +40,8 @@ pub trait Real:
     fn from_f64(v: f64) -> Self;
     /// The square root.
     fn sqrt(self) -> Self;
+    /// The hyperbolic tangent.
+    fn tanh(self) -> Self;
 }
 
 impl Real for f32 {
@@ -51,6 +53,9 @@ impl Real for f32 {
     fn sqrt(self) -> Self {
         f32::sqrt(self)
     }
+    fn tanh(self) -> Self {
+        f32::tanh(self)
+    }
 }
 
 impl Real for f64 {
@@ -61,6 +66,9 @@ impl Real for f64 {
     }
     fn sqrt(self) -> Self {
         f64::sqrt(self)
+    }
+    fn tanh(self) -> Self {
+        f64::tanh(self)
     }
 }
 
