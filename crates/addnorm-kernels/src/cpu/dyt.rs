@@ -38,7 +38,7 @@
 use rayon::prelude::*;
 
 use super::plan::rows_per_task;
-use super::real::Real;
+use super::real::{Real, sum_map};
 
 /// Writes `y = γ·tanh(α·x) + β` for every row of `x`.
 ///
@@ -52,9 +52,7 @@ pub fn forward<E: Real>(n: usize, x: &[E], alpha: E, gamma: &[E], beta: &[E], y:
         .zip(x.par_chunks(per_task))
         .for_each(|(y, x)| {
             for (y, x) in y.chunks_exact_mut(n).zip(x.chunks_exact(n)) {
-                for (((y, &x), &g), &b) in y.iter_mut().zip(x).zip(gamma).zip(beta) {
-                    *y = g * (alpha * x).tanh() + b;
-                }
+                forward_row(x, alpha, gamma, beta, y);
             }
         });
 }
@@ -116,23 +114,52 @@ pub fn backward<E: Real>(
         .map(|((dx, x), dy)| {
             let mut sums = DynamicTanhGrads::zeros(n);
             let rows = dx.chunks_exact_mut(n).zip(x.chunks_exact(n));
+            let mut scratch = vec![E::ZERO; n];
             for ((dx, x), dy) in rows.zip(dy.chunks_exact(n)) {
-                let mut alpha_sum = E::ZERO;
-                let features = dx.iter_mut().zip(x).zip(dy).zip(gamma);
-                let per_feature = features.zip(sums.gamma.iter_mut().zip(sums.beta.iter_mut()));
-                for ((((dx, &x), &dy), &g), (dgamma, dbeta)) in per_feature {
-                    let t = (alpha * x).tanh();
-                    let s = dy * g * (E::ONE - t * t);
-                    *dx = alpha * s;
-                    alpha_sum += s * x;
-                    *dgamma += dy * t;
-                    *dbeta += dy;
-                }
-                sums.alpha += alpha_sum;
+                let row_alpha = backward_row(x, dy, alpha, gamma, dx, &mut sums, &mut scratch);
+                sums.alpha += row_alpha;
             }
             sums
         })
         .reduce(|| DynamicTanhGrads::zeros(n), DynamicTanhGrads::add)
+}
+
+/// One row of the forward. Indexed loops over slices of one length, so the compiler
+/// vectorizes them (with the vectorizable [`Real::tanh`] of f32).
+#[inline(always)]
+fn forward_row<E: Real>(x: &[E], alpha: E, gamma: &[E], beta: &[E], y: &mut [E]) {
+    let n = y.len();
+    let (x, gamma, beta) = (&x[..n], &gamma[..n], &beta[..n]);
+    for j in 0..n {
+        y[j] = gamma[j] * (alpha * x[j]).tanh() + beta[j];
+    }
+}
+
+/// One row of the backward: writes dx, adds to dγ/dβ, and returns the row's `Σ s·x` for
+/// dα. `scratch` (a row long) holds the `s·x` terms, so the loop over the row has no
+/// running sum and stays vectorizable; [`sum_map`] then adds them in lanes.
+#[inline(always)]
+fn backward_row<E: Real>(
+    x: &[E],
+    dy: &[E],
+    alpha: E,
+    gamma: &[E],
+    dx: &mut [E],
+    sums: &mut DynamicTanhGrads<E>,
+    scratch: &mut [E],
+) -> E {
+    let n = dx.len();
+    let (x, dy, gamma, scratch) = (&x[..n], &dy[..n], &gamma[..n], &mut scratch[..n]);
+    let (dgamma, dbeta) = (&mut sums.gamma[..n], &mut sums.beta[..n]);
+    for j in 0..n {
+        let t = (alpha * x[j]).tanh();
+        let s = dy[j] * gamma[j] * (E::ONE - t * t);
+        dx[j] = alpha * s;
+        scratch[j] = s * x[j];
+        dgamma[j] += dy[j] * t;
+        dbeta[j] += dy[j];
+    }
+    sum_map(scratch, |v| v)
 }
 
 fn check_lengths<E>(what: &str, n: usize, x: &[E], out: usize, gamma: &[E], beta: usize) {

@@ -8,6 +8,7 @@
 //! - [`backward`]: dx, dγ, dβ from `x`, `dy` and the saved statistics.
 //! - [`memory`]: output buffers on transparent huge pages.
 //! - [`dyt`]: the fused Dynamic Tanh forward and backward.
+//! - [`tanh`]: the vectorizable f32 `tanh` they use.
 //! - `ndarray` (with the `ndarray` feature): the glue that runs them on `NdArray` tensors.
 //!
 //! The kernels work on plain slices, so they can be tested and reused without a backend.
@@ -43,6 +44,7 @@ pub mod forward;
 pub mod memory;
 pub mod plan;
 pub mod real;
+pub mod tanh;
 
 #[cfg(feature = "ndarray")]
 pub(crate) mod ndarray;
