@@ -31,9 +31,9 @@ pub fn tanh_f32(x: f32) -> f32 {
     let a = x.abs();
     // Small |x|: odd polynomial.
     let z = x * x;
-    let p = ((((-5.704_988_7e-3 * z + 2.063_908_9e-2) * z - 5.373_971_6e-2) * z + 1.333_144_2e-1)
+    let p = ((((-5.704_988_7e-3 * z + 2.063_909e-2) * z - 5.373_971_6e-2) * z + 1.333_144_2e-1)
         * z
-        - 3.333_328_2e-1)
+        - 3.333_328e-1)
         * z;
     let small = x + x * p;
     // Large |x|: 1 − 2/(e^{2a} + 1), with the sign of x.
