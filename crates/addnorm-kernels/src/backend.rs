@@ -52,7 +52,7 @@
 //! [`NormBackend::fused_norm_rows_backward`] (see [`crate::fused`]); the default
 //! [`NormBackend::norm_rows`] and the `Autodiff` impl pick them up.
 
-use burn::tensor::ops::{FloatTensor, FloatTensorOps};
+use burn::tensor::ops::FloatTensor;
 use burn::tensor::{Shape, Tensor, TensorPrimitive, backend::Backend};
 
 use crate::fused::{FusedDynamicTanhGrads, FusedNormForward, FusedNormGrads, RowStatistics};
@@ -222,8 +222,9 @@ where
     }
 
     fn reshape_rows(x: FloatTensor<Self>, shape: Shape) -> FloatTensor<Self> {
-        crate::cpu::ndarray::reshape_without_copy(x, &shape)
-            .unwrap_or_else(|x| Self::float_reshape(x, shape))
+        crate::cpu::ndarray::reshape_without_copy(x, &shape).unwrap_or_else(|x| {
+            <Self as burn::tensor::ops::FloatTensorOps<Self>>::float_reshape(x, shape)
+        })
     }
 
     fn fused_norm_rows_backward(
@@ -239,7 +240,7 @@ where
             gamma,
             beta_features,
             (&statistics.shift, &statistics.rstd),
-            &grad_output,
+            grad_output,
             spec,
         );
         FusedNormGrads { x, gamma, beta }
@@ -266,7 +267,7 @@ where
             alpha,
             gamma,
             beta_features,
-            &grad_output,
+            grad_output,
         );
         FusedDynamicTanhGrads {
             x,

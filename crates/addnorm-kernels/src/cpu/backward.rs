@@ -57,14 +57,50 @@ pub fn backward<E: Real>(
     rstd: &[E],
     dx: &mut [E],
 ) -> FeatureGrads<E> {
+    assert!(
+        dy.len() == dx.len(),
+        "fused backward: dy has {} elements, dx {}",
+        dy.len(),
+        dx.len()
+    );
+    run(plan, x, Some(dy), gamma, shift, rstd, dx)
+}
+
+/// [`backward`] with dx written over dy: `grad` holds ∂L/∂y on entry and ∂L/∂x on return.
+/// Each row's dy is read (in cache) before its dx is written, so no extra buffer is needed;
+/// the backend uses this when it holds the only reference to the incoming gradient.
+///
+/// # Panics
+/// As [`backward`].
+pub fn backward_in_place<E: Real>(
+    plan: &RowPlan<E>,
+    x: &[E],
+    grad: &mut [E],
+    gamma: &[E],
+    shift: &[E],
+    rstd: &[E],
+) -> FeatureGrads<E> {
+    run(plan, x, None, gamma, shift, rstd, grad)
+}
+
+/// Both entry points: `grad` receives dx; it holds dy already when `dy` is `None`, else
+/// each row of `dy` is copied into it first (while the row is being worked on).
+fn run<E: Real>(
+    plan: &RowPlan<E>,
+    x: &[E],
+    dy: Option<&[E]>,
+    gamma: &[E],
+    shift: &[E],
+    rstd: &[E],
+    grad: &mut [E],
+) -> FeatureGrads<E> {
     let n = plan.n;
     let rows = shift.len();
     assert!(
-        x.len() == rows * n && dy.len() == x.len() && dx.len() == x.len(),
-        "fused backward: x has {} elements, dy {}, dx {}; expected {rows}×{n}",
+        x.len() == rows * n && grad.len() == x.len(),
+        "fused backward: x has {} elements, dx {}; expected {rows}×{n}",
         x.len(),
-        dy.len(),
-        dx.len()
+        grad.len()
     );
     assert!(
         gamma.len() == n && rstd.len() == rows,
@@ -73,21 +109,24 @@ pub fn backward<E: Real>(
         rstd.len()
     );
     let per_task = rows_per_task(rows, n);
-    let partials: Vec<FeatureGrads<E>> = dx
+    let partials: Vec<FeatureGrads<E>> = grad
         .par_chunks_mut(per_task * n)
         .zip(x.par_chunks(per_task * n))
-        .zip(dy.par_chunks(per_task * n))
         .zip(shift.par_chunks(per_task).zip(rstd.par_chunks(per_task)))
-        .map(|(((dx, x), dy), (shift, rstd))| {
+        .enumerate()
+        .map(|(task, ((grad, x), (shift, rstd)))| {
             let mut sums = FeatureGrads {
                 gamma: vec![E::ZERO; n],
                 beta: vec![E::ZERO; n],
             };
-            let rows = dx.chunks_exact_mut(n).zip(x.chunks_exact(n));
-            for (((dx, x), dy), (&shift, &rstd)) in
-                rows.zip(dy.chunks_exact(n)).zip(shift.iter().zip(rstd))
-            {
-                backward_row(plan, x, dy, gamma, shift, rstd, dx, &mut sums);
+            let first = task * per_task * n;
+            let rows = grad.chunks_exact_mut(n).zip(x.chunks_exact(n));
+            for (i, ((grad, x), (&shift, &rstd))) in rows.zip(shift.iter().zip(rstd)).enumerate() {
+                if let Some(dy) = dy {
+                    let start = first + i * n;
+                    grad.copy_from_slice(&dy[start..start + n]);
+                }
+                backward_row(plan, x, gamma, shift, rstd, grad, &mut sums);
             }
             sums
         })
@@ -110,19 +149,19 @@ fn add_into<E: Real>(total: &mut [E], part: &[E]) {
     }
 }
 
-/// One row: writes its dx and adds its dγ/dβ contributions to `sums`.
+/// One row: `grad` holds the row's dy on entry and its dx on return; adds the row's dγ/dβ
+/// contributions to `sums`.
 #[inline(always)]
-#[allow(clippy::too_many_arguments)]
 fn backward_row<E: Real>(
     plan: &RowPlan<E>,
     x: &[E],
-    dy: &[E],
     gamma: &[E],
     shift: E,
     rstd: E,
-    dx: &mut [E],
+    grad: &mut [E],
     sums: &mut FeatureGrads<E>,
 ) {
+    let dy: &[E] = grad;
     let pivot = plan.pivot(x);
     let centred = |v: E| (v - pivot) - shift;
 
@@ -180,18 +219,14 @@ fn backward_row<E: Real>(
     let variance_term =
         b * plan.rstd_derivative(rstd, variance) * (plan.inv_divisor + plan.inv_divisor);
 
-    // Pass 2: dx.
+    // Pass 2: dx, over dy (each dy_j is read before dx_j is written).
     let k = plan.k;
-    let head = dx[..k]
-        .iter_mut()
-        .zip(&x[..k])
-        .zip(&dy[..k])
-        .zip(&gamma[..k]);
-    for (((dx, &x), &dy), &gamma) in head {
-        *dx = rstd * (dy * gamma) - mean_term + variance_term * centred(x);
+    let (head, tail) = grad.split_at_mut(k);
+    for ((g, &x), &gamma) in head.iter_mut().zip(&x[..k]).zip(&gamma[..k]) {
+        *g = rstd * (*g * gamma) - mean_term + variance_term * centred(x);
     }
-    for ((dx, &dy), &gamma) in dx[k..].iter_mut().zip(&dy[k..]).zip(&gamma[k..]) {
-        *dx = rstd * (dy * gamma);
+    for (g, &gamma) in tail.iter_mut().zip(&gamma[k..]) {
+        *g = rstd * (*g * gamma);
     }
 }
 
@@ -199,4 +234,35 @@ fn backward_row<E: Real>(
 #[inline(always)]
 fn lane_total<E: Real>(lanes: [E; LANES]) -> E {
     sum_map(&lanes, |v| v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::RowNormSpec;
+
+    #[test]
+    fn in_place_matches_separate_buffers() {
+        let (rows, n) = (37, 70);
+        let x: Vec<f64> = (0..rows * n)
+            .map(|i| ((i * 7919) % 1013) as f64 * 1e-2)
+            .collect();
+        let dy: Vec<f64> = (0..rows * n)
+            .map(|i| ((i * 104_729) % 997) as f64 * 1e-3)
+            .collect();
+        let gamma: Vec<f64> = (0..n).map(|j| 1.0 + j as f64 * 1e-2).collect();
+        for spec in [RowNormSpec::layer_norm(1e-5), RowNormSpec::rms_norm(1e-6)] {
+            let plan = RowPlan::<f64>::new(&spec, n);
+            let (mut y, mut shift, mut rstd) =
+                (vec![0.0; rows * n], vec![0.0; rows], vec![0.0; rows]);
+            let beta = vec![0.0; n];
+            super::super::forward::forward(&plan, &x, &gamma, &beta, &mut y, &mut shift, &mut rstd);
+            let mut dx = vec![0.0; rows * n];
+            let separate = backward(&plan, &x, &dy, &gamma, &shift, &rstd, &mut dx);
+            let mut grad = dy.clone();
+            let in_place = backward_in_place(&plan, &x, &mut grad, &gamma, &shift, &rstd);
+            assert_eq!(grad, dx, "{spec:?}: dx");
+            assert_eq!(in_place, separate, "{spec:?}: dγ, dβ");
+        }
+    }
 }

@@ -101,22 +101,53 @@ pub fn backward<E: Real>(
     gamma: &[E],
     dx: &mut [E],
 ) -> DynamicTanhGrads<E> {
-    check_lengths("backward", n, x, dx.len(), gamma, n);
     assert_eq!(
         dy.len(),
-        x.len(),
-        "fused DyT backward: dy and x differ in length"
+        dx.len(),
+        "fused DyT backward: dy and dx differ in length"
     );
+    run_backward(n, x, Some(dy), alpha, gamma, dx)
+}
+
+/// [`backward`] with dx written over dy: `grad` holds ∂L/∂y on entry and ∂L/∂x on return.
+///
+/// # Panics
+/// As [`backward`].
+pub fn backward_in_place<E: Real>(
+    n: usize,
+    x: &[E],
+    grad: &mut [E],
+    alpha: E,
+    gamma: &[E],
+) -> DynamicTanhGrads<E> {
+    run_backward(n, x, None, alpha, gamma, grad)
+}
+
+/// Both entry points: `grad` receives dx; it holds dy already when `dy` is `None`, else
+/// each row of `dy` is copied into it first.
+fn run_backward<E: Real>(
+    n: usize,
+    x: &[E],
+    dy: Option<&[E]>,
+    alpha: E,
+    gamma: &[E],
+    grad: &mut [E],
+) -> DynamicTanhGrads<E> {
+    check_lengths("backward", n, x, grad.len(), gamma, n);
     let per_task = rows_per_task(x.len() / n.max(1), n) * n;
-    dx.par_chunks_mut(per_task)
+    grad.par_chunks_mut(per_task)
         .zip(x.par_chunks(per_task))
-        .zip(dy.par_chunks(per_task))
-        .map(|((dx, x), dy)| {
+        .enumerate()
+        .map(|(task, (grad, x))| {
             let mut sums = DynamicTanhGrads::zeros(n);
-            let rows = dx.chunks_exact_mut(n).zip(x.chunks_exact(n));
             let mut scratch = vec![E::ZERO; n];
-            for ((dx, x), dy) in rows.zip(dy.chunks_exact(n)) {
-                let row_alpha = backward_row(x, dy, alpha, gamma, dx, &mut sums, &mut scratch);
+            let rows = grad.chunks_exact_mut(n).zip(x.chunks_exact(n));
+            for (i, (grad, x)) in rows.enumerate() {
+                if let Some(dy) = dy {
+                    let start = task * per_task + i * n;
+                    grad.copy_from_slice(&dy[start..start + n]);
+                }
+                let row_alpha = backward_row(x, alpha, gamma, grad, &mut sums, &mut scratch);
                 sums.alpha += row_alpha;
             }
             sums
@@ -135,29 +166,30 @@ fn forward_row<E: Real>(x: &[E], alpha: E, gamma: &[E], beta: &[E], y: &mut [E])
     }
 }
 
-/// One row of the backward: writes dx, adds to dγ/dβ, and returns the row's `Σ s·x` for
-/// dα. `scratch` (a row long) holds the `s·x` terms, so the loop over the row has no
-/// running sum and stays vectorizable; [`sum_map`] then adds them in lanes.
+/// One row of the backward: `grad` holds the row's dy on entry and its dx on return; adds
+/// to dγ/dβ, and returns the row's `Σ s·x` for dα. `scratch` (a row long) holds the `s·x`
+/// terms, so the loop over the row has no running sum and stays vectorizable; [`sum_map`]
+/// then adds them in lanes.
 #[inline(always)]
 fn backward_row<E: Real>(
     x: &[E],
-    dy: &[E],
     alpha: E,
     gamma: &[E],
-    dx: &mut [E],
+    grad: &mut [E],
     sums: &mut DynamicTanhGrads<E>,
     scratch: &mut [E],
 ) -> E {
-    let n = dx.len();
-    let (x, dy, gamma, scratch) = (&x[..n], &dy[..n], &gamma[..n], &mut scratch[..n]);
+    let n = grad.len();
+    let (x, gamma, scratch) = (&x[..n], &gamma[..n], &mut scratch[..n]);
     let (dgamma, dbeta) = (&mut sums.gamma[..n], &mut sums.beta[..n]);
     for j in 0..n {
+        let dy = grad[j];
         let t = (alpha * x[j]).tanh();
-        let s = dy[j] * gamma[j] * (E::ONE - t * t);
-        dx[j] = alpha * s;
+        let s = dy * gamma[j] * (E::ONE - t * t);
+        grad[j] = alpha * s;
         scratch[j] = s * x[j];
-        dgamma[j] += dy[j] * t;
-        dbeta[j] += dy[j];
+        dgamma[j] += dy * t;
+        dbeta[j] += dy;
     }
     sum_map(scratch, |v| v)
 }
@@ -173,4 +205,38 @@ fn check_lengths<E>(what: &str, n: usize, x: &[E], out: usize, gamma: &[E], beta
         "fused DyT {what}: gamma has {} and beta {beta} values, expected {n}",
         gamma.len()
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn in_place_matches_separate_buffers_and_central_differences() {
+        let (rows, n) = (9, 37);
+        let x: Vec<f64> = (0..rows * n)
+            .map(|i| ((i * 7919) % 1013) as f64 * 4e-3 - 2.0)
+            .collect();
+        let dy: Vec<f64> = (0..rows * n)
+            .map(|i| ((i * 104_729) % 997) as f64 * 1e-3)
+            .collect();
+        let gamma: Vec<f64> = (0..n).map(|j| 1.0 + j as f64 * 1e-2).collect();
+        let alpha = 0.7;
+        let mut dx = vec![0.0; rows * n];
+        let separate = backward(n, &x, &dy, alpha, &gamma, &mut dx);
+        let mut grad = dy.clone();
+        let in_place = backward_in_place(n, &x, &mut grad, alpha, &gamma);
+        assert_eq!(grad, dx);
+        assert_eq!(in_place, separate);
+
+        // dα against a central difference of L = Σ y·dy.
+        let loss = |alpha: f64| {
+            let mut y = vec![0.0; rows * n];
+            forward(n, &x, alpha, &gamma, &vec![0.0; n], &mut y);
+            y.iter().zip(&dy).map(|(y, dy)| y * dy).sum::<f64>()
+        };
+        let h = 1e-6;
+        let numeric = (loss(alpha + h) - loss(alpha - h)) / (2.0 * h);
+        assert!((numeric - separate.alpha).abs() < 1e-6 * numeric.abs().max(1.0));
+    }
 }

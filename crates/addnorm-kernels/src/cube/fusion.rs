@@ -18,7 +18,9 @@
 use core::marker::PhantomData;
 
 use burn::tensor::{DType, Shape, ops::FloatTensor};
-use burn_cubecl::{BoolElement, CubeBackend, CubeRuntime, FloatElement, IntElement};
+use burn_cubecl::{
+    BoolElement, CubeBackend, CubeRuntime, FloatElement, IntElement, tensor::CubeTensor,
+};
 use burn_fusion::{
     Fusion, FusionBackend, FusionRuntime,
     stream::{Operation, OperationStreams},
@@ -37,6 +39,30 @@ type Inner<R, F, I, BT> = CubeBackend<R, F, I, BT>;
 type Handles<R, F, I, BT> = HandleContainer<
     <<Inner<R, F, I, BT> as FusionBackend>::FusionRuntime as FusionRuntime>::FusionHandle,
 >;
+
+/// The operation's inputs in order: slot `i` takes the next input of `desc` when
+/// `present[i]`, and is `None` otherwise (an absent γ or β).
+fn take_inputs<R, F, I, BT, const N: usize>(
+    desc: &CustomOpIr,
+    handles: &mut Handles<R, F, I, BT>,
+    present: [bool; N],
+) -> [Option<CubeTensor<R>>; N]
+where
+    R: CubeRuntime,
+    F: FloatElement,
+    I: IntElement,
+    BT: BoolElement,
+{
+    let mut inputs = desc.inputs.iter();
+    present.map(|present| {
+        present.then(|| {
+            let ir = inputs
+                .next()
+                .expect("a custom norm operation lost an input");
+            handles.get_float_tensor::<Inner<R, F, I, BT>>(ir)
+        })
+    })
+}
 
 /// The fused forward, queued in the fusion stream.
 #[derive(Debug)]
@@ -57,16 +83,12 @@ where
     BT: BoolElement,
 {
     fn execute(&self, handles: &mut Handles<R, F, I, BT>) {
-        let mut inputs = self.desc.inputs.iter();
-        let mut next = |present: bool| {
-            present.then(|| {
-                let ir = inputs.next().expect("norm_rows forward: missing input");
-                handles.get_float_tensor::<Inner<R, F, I, BT>>(ir)
-            })
-        };
-        let x = next(true).expect("norm_rows forward: x is always an input");
-        let gamma = next(self.has_gamma);
-        let beta = next(self.has_beta);
+        let [x, gamma, beta] = take_inputs::<R, F, I, BT, 3>(
+            &self.desc,
+            handles,
+            [true, self.has_gamma, self.has_beta],
+        );
+        let x = x.expect("norm_rows forward: x is always an input");
         let (output, shift, rstd) = launch::forward(&x, gamma.as_ref(), beta.as_ref(), &self.spec)
             .expect("the dtype and shape were checked when the operation was registered");
         let [out_ir, shift_ir, rstd_ir] = self.desc.outputs.as_slice() else {
@@ -97,18 +119,14 @@ where
     BT: BoolElement,
 {
     fn execute(&self, handles: &mut Handles<R, F, I, BT>) {
-        let mut inputs = self.desc.inputs.iter();
-        let mut next = |present: bool| {
-            present.then(|| {
-                let ir = inputs.next().expect("norm_rows backward: missing input");
-                handles.get_float_tensor::<Inner<R, F, I, BT>>(ir)
-            })
-        };
-        let x = next(true).expect("norm_rows backward: x is always an input");
-        let gamma = next(self.has_gamma);
-        let shift = next(true).expect("norm_rows backward: shift is always an input");
-        let rstd = next(true).expect("norm_rows backward: rstd is always an input");
-        let grad_output = next(true).expect("norm_rows backward: grad_output is always an input");
+        let [x, gamma, shift, rstd, grad_output] = take_inputs::<R, F, I, BT, 5>(
+            &self.desc,
+            handles,
+            [true, self.has_gamma, true, true, true],
+        );
+        let always = "norm_rows backward: x, shift, rstd and grad_output are always inputs";
+        let (x, shift, rstd) = (x.expect(always), shift.expect(always), rstd.expect(always));
+        let grad_output = grad_output.expect(always);
         let (dx, dgamma, dbeta) = launch::backward::<R, F, I, BT>(
             &x,
             gamma.as_ref(),
