@@ -26,6 +26,7 @@
 //!
 //! ```text
 //! cargo bench --bench norm_kernels --features wgpu -- --wgpu
+//! cargo bench --bench norm_kernels --features wgpu -- --wgpu --reps 1   # a smoke run
 //! ```
 
 use std::hint::black_box;
@@ -280,7 +281,14 @@ fn main() {
     }
 
     if args.iter().any(|a| a == "--wgpu") {
-        gpu_table();
+        // `--reps N` caps the repetitions (a smoke run on a software driver: `--reps 1`).
+        let cap = args
+            .iter()
+            .position(|a| a == "--reps")
+            .and_then(|i| args.get(i + 1))
+            .and_then(|v| v.parse::<usize>().ok())
+            .unwrap_or(usize::MAX);
+        gpu_table(cap);
         return;
     }
 
@@ -387,7 +395,7 @@ fn dynamic_tanh_table() {
 /// `--wgpu`: the same steps on `Autodiff<Wgpu<f32>>`, addnorm's CubeCL kernels against
 /// Burn's modules.
 #[cfg(feature = "wgpu")]
-fn gpu_table() {
+fn gpu_table(max_reps: usize) {
     type Gpu = Autodiff<burn::backend::Wgpu<f32, i32>>;
     let device = burn::backend::wgpu::WgpuDevice::default();
     let adapter = <burn::backend::Wgpu<f32, i32> as burn::tensor::backend::Backend>::name(&device);
@@ -402,14 +410,15 @@ fn gpu_table() {
     for kind in [Kind::Layer, Kind::Rms] {
         for (label, lead, n) in SHAPES {
             let elements = lead.iter().product::<usize>() * n;
-            let reps = repetitions(elements);
+            let reps = repetitions(elements).min(max_reps.max(1));
+            let warmup = reps.min(3);
             let burn_time = median(
-                3,
+                warmup,
                 reps,
                 step_for::<Gpu>(kind, Implementation::Burn, lead, n),
             );
             let ours = median(
-                3,
+                warmup,
                 reps,
                 step_for::<Gpu>(kind, Implementation::Addnorm, lead, n),
             );
@@ -427,7 +436,7 @@ fn gpu_table() {
 }
 
 #[cfg(not(feature = "wgpu"))]
-fn gpu_table() {
+fn gpu_table(_max_reps: usize) {
     eprintln!(
         "--wgpu needs the wgpu feature: cargo bench --bench norm_kernels --features wgpu -- --wgpu"
     );
