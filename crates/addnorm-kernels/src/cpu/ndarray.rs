@@ -215,25 +215,13 @@ fn backward_in<E: NdArrayReal>(
     let gamma_features = gamma.map(|g| g.shape().num_elements());
     let gamma_values = expanded(gamma, n, E::ONE).expect("the forward accepted γ");
     let plan = RowPlan::new(spec, n);
-    // dx overwrites dy when nothing else holds dy (the usual case in a backward pass):
-    // no 16 MiB allocation at 4096×1024, and one buffer fewer alive.
-    let (dx, sums) = match E::take_unique(grad_output) {
-        Ok(mut grad) => {
-            let values = grad
-                .as_slice_mut()
-                .expect("a standard-layout array is one slice");
-            let sums = backward_in_place(&plan, &x_values, values, &gamma_values, &shift, &rstd);
-            let grad = grad.into_shape_with_order(vec![rows, n]).expect("rows × n");
-            (E::from_array(grad), sums)
-        }
-        Err(grad_output) => {
-            let dy = E::elements(&grad_output)
-                .unwrap_or_else(|| panic!("{}", dtype_error("dy", &grad_output)));
-            let mut dx = zeroed_output(rows * n);
-            let sums = backward(&plan, &x_values, &dy, &gamma_values, &shift, &rstd, &mut dx);
-            (E::tensor(dx, vec![rows, n]), sums)
-        }
-    };
+    let (dx, sums) = with_gradient_buffer::<E, _>(
+        grad_output,
+        (rows, n),
+        |dy| dtype_error("dy", dy),
+        |grad| backward_in_place(&plan, &x_values, grad, &gamma_values, &shift, &rstd),
+        |dy, dx| backward(&plan, &x_values, dy, &gamma_values, &shift, &rstd, dx),
+    );
     crate::fused::count(|calls| calls.backward += 1);
     // A scalar parameter's gradient is the sum over every feature as well.
     (
@@ -328,29 +316,19 @@ fn dynamic_tanh_backward_in<E: NdArrayReal>(
     let alpha = scalar::<E>(alpha).expect("the forward accepted α");
     let gamma_features = gamma.map(|g| g.shape().num_elements());
     let gamma_values = expanded(gamma, n, E::ONE).expect("the forward accepted γ");
-    // dx overwrites dy when nothing else holds dy, as in the LayerNorm backward.
-    let (dx, sums) = match E::take_unique(grad_output) {
-        Ok(mut grad) => {
-            let values = grad
-                .as_slice_mut()
-                .expect("a standard-layout array is one slice");
-            let sums = super::dyt::backward_in_place(n, &x_values, values, alpha, &gamma_values);
-            let grad = grad.into_shape_with_order(vec![rows, n]).expect("rows × n");
-            (E::from_array(grad), sums)
-        }
-        Err(grad_output) => {
-            let dy = E::elements(&grad_output).unwrap_or_else(|| {
-                panic!(
-                    "fused DyT backward: dy must be {:?} like x, got {:?}",
-                    x.dtype(),
-                    grad_output.dtype()
-                )
-            });
-            let mut dx = zeroed_output(rows * n);
-            let sums = super::dyt::backward(n, &x_values, &dy, alpha, &gamma_values, &mut dx);
-            (E::tensor(dx, vec![rows, n]), sums)
-        }
-    };
+    let (dx, sums) = with_gradient_buffer::<E, _>(
+        grad_output,
+        (rows, n),
+        |dy| {
+            format!(
+                "fused DyT backward: dy must be {:?} like x, got {:?}",
+                x.dtype(),
+                dy.dtype()
+            )
+        },
+        |grad| super::dyt::backward_in_place(n, &x_values, grad, alpha, &gamma_values),
+        |dy, dx| super::dyt::backward(n, &x_values, dy, alpha, &gamma_values, dx),
+    );
     crate::fused::count(|calls| calls.backward += 1);
     (
         dx,
@@ -358,6 +336,39 @@ fn dynamic_tanh_backward_in<E: NdArrayReal>(
         gamma_features.map(|features| per_parameter(sums.gamma, features, n)),
         beta_features.map(|features| per_parameter(sums.beta, features, n)),
     )
+}
+
+/// Runs a backward kernel with dx written over dy (`in_place`) when `grad_output` is the
+/// only reference to a standard-layout `E` array: the usual case in a backward pass, and no
+/// `[rows, n]` allocation. Otherwise `separate` reads dy and writes a fresh buffer.
+/// Returns dx as a `[rows, n]` tensor, and what the kernel returned.
+///
+/// # Panics
+/// With the message `wrong_dtype` makes when `grad_output` does not hold `E` values.
+fn with_gradient_buffer<E: NdArrayReal, R>(
+    grad_output: NdArrayTensor,
+    (rows, n): (usize, usize),
+    wrong_dtype: impl FnOnce(&NdArrayTensor) -> String,
+    in_place: impl FnOnce(&mut [E]) -> R,
+    separate: impl FnOnce(&[E], &mut [E]) -> R,
+) -> (NdArrayTensor, R) {
+    match E::take_unique(grad_output) {
+        Ok(mut grad) => {
+            let values = grad
+                .as_slice_mut()
+                .expect("a standard-layout array is one slice");
+            let result = in_place(values);
+            let grad = grad.into_shape_with_order(vec![rows, n]).expect("rows × n");
+            (E::from_array(grad), result)
+        }
+        Err(grad_output) => {
+            let dy = E::elements(&grad_output)
+                .unwrap_or_else(|| panic!("{}", wrong_dtype(&grad_output)));
+            let mut dx = zeroed_output(rows * n);
+            let result = separate(&dy, &mut dx);
+            (E::tensor(dx, vec![rows, n]), result)
+        }
+    }
 }
 
 /// A per-feature gradient shaped as its parameter: summed to `[1]` for a scalar one.
@@ -408,5 +419,55 @@ mod tests {
             reshape_without_copy(transposed, &Shape::new([6, 4])).is_err(),
             "a transposed view has no row-major reshape without a copy"
         );
+    }
+
+    /// The backward glue writes dx over a uniquely held dy (same buffer) and into a fresh
+    /// buffer when dy is shared (dy left intact); both give the same gradients, for the
+    /// norm and for DyT.
+    #[test]
+    fn backward_reuses_a_unique_gradient_and_spares_a_shared_one() {
+        let device = Default::default();
+        let (rows, n) = (5, 9);
+        let values = |seed: usize| -> Vec<f32> {
+            (0..rows * n)
+                .map(|i| ((i * 7919 + seed) % 101) as f32 * 0.03 - 1.5)
+                .collect()
+        };
+        let primitive = |v: Vec<f32>| {
+            Tensor::<NdArray, 2>::from_data(TensorData::new(v, [rows, n]), &device)
+                .into_primitive()
+                .tensor()
+        };
+        let x = primitive(values(1));
+        let dy_values = values(2);
+        let spec = RowNormSpec::layer_norm(1e-5);
+        let (_, shift, rstd) = fused_forward(&x, None, None, &spec).expect("f32 matrix");
+        let alpha = Tensor::<NdArray, 1>::from_floats([0.7], &device)
+            .into_primitive()
+            .tensor();
+        let f32s = |t: &NdArrayTensor| f32::elements(t).unwrap().into_owned();
+
+        let unique = primitive(dy_values.clone());
+        let unique_pointer = data_pointer(&unique);
+        let (dx_unique, ..) = fused_backward(&x, None, Some(n), (&shift, &rstd), unique, &spec);
+        assert_eq!(
+            data_pointer(&dx_unique),
+            unique_pointer,
+            "dx did not reuse dy"
+        );
+        let shared = primitive(dy_values.clone());
+        let holder = shared.clone();
+        let (dx_shared, ..) = fused_backward(&x, None, Some(n), (&shift, &rstd), shared, &spec);
+        assert_ne!(data_pointer(&dx_shared), data_pointer(&holder));
+        assert_eq!(f32s(&holder), dy_values, "a shared dy was overwritten");
+        assert_eq!(f32s(&dx_unique), f32s(&dx_shared));
+
+        let (dyt_unique, ..) =
+            fused_dynamic_tanh_backward(&x, &alpha, None, None, primitive(dy_values.clone()));
+        let shared = primitive(dy_values.clone());
+        let holder = shared.clone();
+        let (dyt_shared, ..) = fused_dynamic_tanh_backward(&x, &alpha, None, None, shared);
+        assert_eq!(f32s(&holder), dy_values, "a shared dy was overwritten");
+        assert_eq!(f32s(&dyt_unique), f32s(&dyt_shared));
     }
 }
