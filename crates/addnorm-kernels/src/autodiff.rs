@@ -85,19 +85,13 @@ impl<B: NormBackend, const N: usize> Backward<B, N> for NormRowsBackward {
             grad_output,
             &state.spec,
         );
-        // The parents are x, γ, β in that order, absent parameters skipped; a parent that
-        // does not require a gradient is `None`.
-        let [gamma_dtype, beta_dtype] = state.parameter_dtypes;
-        let gradients = [
-            Some(computed.x),
-            in_dtype::<B>(computed.gamma, gamma_dtype),
-            in_dtype::<B>(computed.beta, beta_dtype),
-        ];
-        for (parent, grad) in ops.parents.into_iter().zip(gradients.into_iter().flatten()) {
-            if let Some(parent) = parent {
-                grads.register::<B>(parent.id, grad);
-            }
-        }
+        register_gradients::<B, N>(
+            ops.parents.map(|p| p.map(|p| p.id)),
+            [computed.x],
+            [computed.gamma, computed.beta],
+            state.parameter_dtypes,
+            grads,
+        );
     }
 }
 
@@ -162,19 +156,13 @@ impl<B: NormBackend, const N: usize> Backward<B, N> for DynamicTanhBackward {
             state.beta_features,
             grad_output,
         );
-        let [gamma_dtype, beta_dtype] = state.parameter_dtypes;
-        // The parents are x, α, γ, β in that order, absent parameters skipped.
-        let gradients = [
-            Some(computed.x),
-            Some(computed.alpha),
-            in_dtype::<B>(computed.gamma, gamma_dtype),
-            in_dtype::<B>(computed.beta, beta_dtype),
-        ];
-        for (parent, grad) in ops.parents.into_iter().zip(gradients.into_iter().flatten()) {
-            if let Some(parent) = parent {
-                grads.register::<B>(parent.id, grad);
-            }
-        }
+        register_gradients::<B, N>(
+            ops.parents.map(|p| p.map(|p| p.id)),
+            [computed.x, computed.alpha],
+            [computed.gamma, computed.beta],
+            state.parameter_dtypes,
+            grads,
+        );
     }
 }
 
@@ -265,6 +253,41 @@ impl<B: NormBackend, C: CheckpointStrategy> NormBackend for Autodiff<B, C> {
     }
 }
 
+/// Registers a fused node's gradients with its parents. Both list the inputs in the same
+/// order: the `leading` ones (x, and α for DyT), then γ and β when present; `parents` has
+/// `None` for an input that needs no gradient. dγ and dβ are cast to `parameter_dtypes`.
+fn register_gradients<B: NormBackend, const N: usize>(
+    parents: [Option<NodeId>; N],
+    leading: impl IntoIterator<Item = FloatTensor<B>>,
+    [dgamma, dbeta]: [Option<FloatTensor<B>>; 2],
+    [gamma_dtype, beta_dtype]: [Option<DType>; 2],
+    grads: &mut Gradients,
+) {
+    let parameters = [
+        in_dtype::<B>(dgamma, gamma_dtype),
+        in_dtype::<B>(dbeta, beta_dtype),
+    ];
+    let gradients = leading.into_iter().chain(parameters.into_iter().flatten());
+    for (parent, grad) in parents.into_iter().zip(gradients) {
+        if let Some(parent) = parent {
+            grads.register::<B>(parent, grad);
+        }
+    }
+}
+
+/// The dtypes of γ and β among a fused node's `parents`, in which β, when present, comes
+/// last.
+fn parameter_dtypes<B: NormBackend, C: CheckpointStrategy, const N: usize>(
+    parents: &[&FloatTensor<Autodiff<B, C>>; N],
+    gamma: Option<&FloatTensor<Autodiff<B, C>>>,
+    beta_features: Option<usize>,
+) -> [Option<DType>; 2] {
+    [
+        gamma.map(|g| g.primitive.dtype()),
+        beta_features.map(|_| parents[N - 1].primitive.dtype()),
+    ]
+}
+
 /// `grad` cast to `dtype` when both are present and differ.
 fn in_dtype<B: NormBackend>(
     grad: Option<FloatTensor<B>>,
@@ -325,9 +348,7 @@ fn record_dynamic_tanh<B: NormBackend, C: CheckpointStrategy, const N: usize>(
     output: FloatTensor<B>,
 ) -> FloatTensor<Autodiff<B, C>> {
     let nodes = parents.map(|p| p.node.clone());
-    let gamma_dtype = gamma.map(|g| g.primitive.dtype());
-    // β is the last parent when it is present.
-    let beta_dtype = beta_features.map(|_| parents[N - 1].primitive.dtype());
+    let parameter_dtypes = parameter_dtypes::<B, C, N>(&parents, gamma, beta_features);
     match <DynamicTanhBackward as Backward<B, N>>::prepare::<C>(DynamicTanhBackward, nodes)
         .compute_bound()
         .stateful()
@@ -341,7 +362,7 @@ fn record_dynamic_tanh<B: NormBackend, C: CheckpointStrategy, const N: usize>(
                 alpha,
                 gamma,
                 beta_features,
-                parameter_dtypes: [gamma_dtype, beta_dtype],
+                parameter_dtypes,
             };
             prep.finish(state, output)
         }
@@ -359,9 +380,7 @@ fn record<B: NormBackend, C: CheckpointStrategy, const N: usize>(
     spec: RowNormSpec,
 ) -> FloatTensor<Autodiff<B, C>> {
     let nodes = parents.map(|p| p.node.clone());
-    let gamma_dtype = gamma.map(|g| g.primitive.dtype());
-    // β is the last parent when it is present.
-    let beta_dtype = beta_features.map(|_| parents[N - 1].primitive.dtype());
+    let parameter_dtypes = parameter_dtypes::<B, C, N>(&parents, gamma, beta_features);
     // Compute bound: recomputing the forward would cost as much as keeping its output.
     match <NormRowsBackward as Backward<B, N>>::prepare::<C>(NormRowsBackward, nodes)
         .compute_bound()
@@ -370,7 +389,6 @@ fn record<B: NormBackend, C: CheckpointStrategy, const N: usize>(
         OpsKind::Tracked(mut prep) => {
             let x = prep.checkpoint(parents[0]);
             let gamma = gamma.map(|g| prep.checkpoint(g));
-            let parameter_dtypes = [gamma_dtype, beta_dtype];
             let state = NormRowsState {
                 x,
                 gamma,
