@@ -19,7 +19,8 @@ use burn_cubecl::{
 use cubecl::prelude::*;
 
 use super::kernels;
-use crate::spec::{Centering, EpsilonPlacement, RowNormSpec};
+use crate::cpu::plan::RowPlan;
+use crate::spec::RowNormSpec;
 
 /// The most units a cube gets: enough to saturate a row of 1024 features with 4 loads per
 /// unit, and within every runtime's limit (llvmpipe and Metal included).
@@ -41,35 +42,22 @@ pub fn supports(dtype: DType) -> bool {
     matches!(dtype, DType::F32 | DType::F16 | DType::BF16 | DType::Flex32)
 }
 
-/// The per-call constants every kernel launch shares, from the spec and the row width.
+/// The per-call constants every kernel launch shares: the CPU kernels' [`RowPlan`] (the
+/// spec's constants for rows of `n`, in f32) plus the launch geometry.
 #[derive(Clone, Copy, Debug)]
 struct LaunchPlan {
     rows: usize,
-    n: usize,
-    k: usize,
     block: u32,
-    centered: bool,
-    added_to_std: bool,
-    inv_k: f32,
-    inv_divisor: f32,
-    epsilon: f32,
+    row: RowPlan<f32>,
 }
 
 impl LaunchPlan {
     fn new(shape: &Shape, spec: &RowNormSpec) -> Self {
-        let dims = shape.dims::<2>();
-        let (rows, n) = (dims[0], dims[1]);
-        let k = spec.statistics_width(n);
+        let [rows, n] = shape.dims::<2>();
         Self {
             rows,
-            n,
-            k,
             block: (n.next_power_of_two() as u32).clamp(MIN_BLOCK, MAX_BLOCK),
-            centered: spec.centering == Centering::MeanRemoved,
-            added_to_std: spec.epsilon_placement == EpsilonPlacement::AddedToStd,
-            inv_k: (1.0 / k as f64) as f32,
-            inv_divisor: (1.0 / spec.variance_divisor(k) as f64) as f32,
-            epsilon: spec.epsilon as f32,
+            row: RowPlan::new(spec, n),
         }
     }
 }
@@ -117,8 +105,8 @@ pub fn forward<R: CubeRuntime>(
         return None;
     }
     let plan = LaunchPlan::new(&shape, spec);
-    check_parameter("gamma", gamma, plan.n);
-    check_parameter("beta", beta, plan.n);
+    check_parameter("gamma", gamma, plan.row.n);
+    check_parameter("beta", beta, plan.row.n);
 
     let output = empty_like(x, shape, x.dtype);
     let shift = empty_like(x, Shape::new([plan.rows]), DType::F32);
@@ -138,13 +126,13 @@ pub fn forward<R: CubeRuntime>(
         output.clone().into_tensor_arg(),
         shift.clone().into_tensor_arg(),
         rstd.clone().into_tensor_arg(),
-        plan.k as u32,
-        plan.inv_k,
-        plan.inv_divisor,
-        plan.epsilon,
+        plan.row.k as u32,
+        plan.row.inv_k,
+        plan.row.inv_divisor,
+        plan.row.epsilon,
         plan.block,
-        plan.centered,
-        plan.added_to_std,
+        plan.row.centered,
+        plan.row.added_to_std,
         gamma.is_some(),
         beta.is_some(),
         [x.dtype.into(), param_dtype?.into()],
@@ -183,13 +171,13 @@ where
         "fused norm_rows backward: the saved statistics do not have {} rows",
         plan.rows
     );
-    check_parameter("gamma", gamma, plan.n);
+    check_parameter("gamma", gamma, plan.row.n);
 
     let rows_per_cube = plan.rows.div_ceil(MAX_BACKWARD_CUBES).max(1);
     let cubes = plan.rows.div_ceil(rows_per_cube);
     let dx = empty_like(x, shape, x.dtype);
-    let partial_gamma = empty_like(x, Shape::new([cubes, plan.n]), DType::F32);
-    let partial_beta = empty_like(x, Shape::new([cubes, plan.n]), DType::F32);
+    let partial_gamma = empty_like(x, Shape::new([cubes, plan.row.n]), DType::F32);
+    let partial_beta = empty_like(x, Shape::new([cubes, plan.row.n]), DType::F32);
     kernels::norm_rows_backward_kernel::launch::<R>(
         &x.client,
         CubeCount::Static(cubes as u32, 1, 1),
@@ -205,18 +193,18 @@ where
         partial_gamma.clone().into_tensor_arg(),
         partial_beta.clone().into_tensor_arg(),
         rows_per_cube as u32,
-        plan.k as u32,
-        plan.inv_k,
-        plan.inv_divisor,
+        plan.row.k as u32,
+        plan.row.inv_k,
+        plan.row.inv_divisor,
         plan.block,
-        plan.centered,
-        plan.added_to_std,
+        plan.row.centered,
+        plan.row.added_to_std,
         gamma.is_some(),
         [x.dtype.into(), gamma.map_or(x.dtype, |g| g.dtype).into()],
     );
 
     let finish = |partial: CubeTensor<R>, features: usize| {
-        let sums = sum_partials(partial, plan.n);
+        let sums = sum_partials(partial, plan.row.n);
         if features == 1 {
             CubeBackend::<R, F, I, BT>::float_sum(sums)
         } else {
