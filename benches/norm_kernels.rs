@@ -10,11 +10,13 @@
 //! The table reports, per norm and shape, the median over the repetitions, the speed-up
 //! over Burn's module, and the achieved bandwidth counting 8 bytes per element for the
 //! forward (read x, write y) and 12 for the backward (read x and dy, write dx), as a
-//! fraction of the copy bandwidth measured in the same run. "loss only" times the same step
-//! with no norm (`y = x`): the loss's multiply and sum, their backward and the autodiff
-//! graph, a floor under both norms. The "kernel" columns time the fused forward and
-//! backward kernels alone on slices, without the autodiff graph and the loss's own
-//! element-wise ops.
+//! fraction of the copy bandwidth measured in the same run on as many threads as the
+//! kernels use. "loss only" times the same step with no norm (`y = x`): the loss's multiply
+//! and sum, their backward and the autodiff graph, a floor under both norms; "norm only" is
+//! addnorm's time less that floor, to set beside the same column of
+//! `benches/torch_norms.py`. The "kernel" columns time the fused forward and
+//! backward kernels alone on slices, as the NdArray glue runs them (a fresh `y`, dx over a
+//! uniquely owned dy), without the autodiff graph and the loss's own element-wise ops.
 //!
 //! `--rss` additionally runs one step at 4096×1024 per implementation in a child process
 //! and reports its peak resident memory (VmHWM).
@@ -36,10 +38,11 @@ use addnorm::nn::{LayerNormConfig, RmsNormConfig};
 use addnorm_kernels::NormBackend;
 use addnorm_kernels::RowNormSpec;
 use addnorm_kernels::cpu::memory::zeroed_output;
-use addnorm_kernels::cpu::{backward::backward, forward::forward, plan::RowPlan};
+use addnorm_kernels::cpu::{backward::backward_in_place, forward::forward, plan::RowPlan};
 use burn::backend::{Autodiff, NdArray};
 use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::{Distribution, Tensor};
+use rayon::prelude::*;
 
 type Ad = Autodiff<NdArray<f32>>;
 
@@ -83,13 +86,24 @@ impl Identity {
 
 /// The median of `reps` timings of `step` after `warmup` untimed calls.
 fn median(warmup: usize, reps: usize, mut step: impl FnMut()) -> Duration {
+    median_with_setup(warmup, reps, || (), |()| step())
+}
+
+/// [`median`] with an untimed `setup` before each call, whose result `step` consumes.
+fn median_with_setup<S>(
+    warmup: usize,
+    reps: usize,
+    mut setup: impl FnMut() -> S,
+    mut step: impl FnMut(S),
+) -> Duration {
     for _ in 0..warmup {
-        step();
+        step(setup());
     }
     let mut times: Vec<Duration> = (0..reps)
         .map(|_| {
+            let state = setup();
             let start = Instant::now();
-            step();
+            step(state);
             start.elapsed()
         })
         .collect();
@@ -161,8 +175,10 @@ where
     }
 }
 
-/// The fused kernels alone: forward then backward on slices.
-fn kernel_step(kind: Kind, rows: usize, n: usize) -> impl FnMut() {
+/// The fused kernels alone, forward then backward on slices, as the NdArray glue runs them
+/// under autodiff: `y` in a fresh output buffer, dx written over a uniquely owned dy. The
+/// copy of dy into that buffer is the untimed setup.
+fn kernel_time(kind: Kind, rows: usize, n: usize, reps: usize) -> Duration {
     let spec = match kind {
         Kind::Layer => RowNormSpec::layer_norm(1e-5),
         Kind::Rms => RowNormSpec::rms_norm(1e-6),
@@ -175,28 +191,41 @@ fn kernel_step(kind: Kind, rows: usize, n: usize) -> impl FnMut() {
         .map(|i| ((i * 104729) % 997) as f32 * 1e-3)
         .collect();
     let (gamma, beta) = (vec![1.0_f32; n], vec![0.0_f32; n]);
-    move || {
-        // Allocated as the backend glue allocates them.
-        let mut y = zeroed_output::<f32>(rows * n);
-        let mut shift = vec![0.0_f32; rows];
-        let mut rstd = vec![0.0_f32; rows];
-        forward(&plan, &x, &gamma, &beta, &mut y, &mut shift, &mut rstd);
-        let mut dx = zeroed_output::<f32>(rows * n);
-        let grads = backward(&plan, &x, &dy, &gamma, &shift, &rstd, &mut dx);
-        black_box((y, dx, grads));
-    }
+    let mut grad = zeroed_output::<f32>(rows * n);
+    median_with_setup(
+        2,
+        reps,
+        || grad.copy_from_slice(&dy),
+        |()| {
+            let mut y = zeroed_output::<f32>(rows * n);
+            let mut shift = vec![0.0_f32; rows];
+            let mut rstd = vec![0.0_f32; rows];
+            forward(&plan, &x, &gamma, &beta, &mut y, &mut shift, &mut rstd);
+            let grads = backward_in_place(&plan, &x, &mut grad, &gamma, &shift, &rstd);
+            black_box((y, &grad, grads));
+        },
+    )
 }
 
-/// Read + write bandwidth of a large `copy_from_slice`, in GB/s.
-fn copy_bandwidth() -> f64 {
+/// Read + write bandwidth of a large copy, in GB/s: `(one thread, every rayon thread)`.
+/// The kernels run on every rayon thread, so the second is their denominator.
+fn copy_bandwidth() -> (f64, f64) {
     let len = 64 << 20; // 256 MiB of f32, well beyond the caches
     let source = vec![1.0_f32; len];
     let mut target = vec![0.0_f32; len];
-    let time = median(1, 7, || {
+    let single = median(1, 7, || {
         target.copy_from_slice(black_box(&source));
         black_box(&mut target);
     });
-    2.0 * (len * 4) as f64 / time.as_secs_f64() / 1e9
+    let parallel = median(1, 7, || {
+        target
+            .par_chunks_mut(1 << 16)
+            .zip(black_box(&source).par_chunks(1 << 16))
+            .for_each(|(target, source)| target.copy_from_slice(source));
+        black_box(&mut target);
+    });
+    let gbps = |time: Duration| 2.0 * (len * 4) as f64 / time.as_secs_f64() / 1e9;
+    (gbps(single), gbps(parallel))
 }
 
 fn gbps(elements: usize, time: Duration) -> f64 {
@@ -292,18 +321,24 @@ fn main() {
         return;
     }
 
-    let copy = copy_bandwidth();
+    let (single_copy, copy) = copy_bandwidth();
+    let threads = rayon::current_num_threads();
     println!(
         "Autodiff<NdArray<f32>>, forward + backward of y = norm(x), loss = Σ y·dy; \
-         {} rayon threads; copy bandwidth {copy:.1} GB/s (read + write)",
-        rayon::current_num_threads()
+         {threads} rayon threads; CPU kernels compiled for {:?}",
+        addnorm_kernels::cpu::dispatch::detected()
+    );
+    println!(
+        "copy bandwidth (read + write): {copy:.1} GB/s on {threads} threads, \
+         {single_copy:.1} GB/s on one"
     );
     println!(
         "GB/s counts {BYTES_PER_ELEMENT} bytes per element (forward 8, backward 12); \
-         % copy = that bandwidth over the copy bandwidth.\n"
+         % copy = that bandwidth over the {threads}-thread copy bandwidth; \
+         norm only = addnorm − loss only.\n"
     );
     println!(
-        "{:<8} {:<10} {:>12} {:>12} {:>9} {:>8} {:>7} {:>12} {:>12} {:>8} {:>7}",
+        "{:<8} {:<10} {:>12} {:>12} {:>9} {:>8} {:>7} {:>12} {:>12} {:>12} {:>8} {:>7}",
         "norm",
         "shape",
         "burn::nn",
@@ -312,6 +347,7 @@ fn main() {
         "GB/s",
         "% copy",
         "loss only",
+        "norm only",
         "kernel only",
         "GB/s",
         "% copy"
@@ -332,9 +368,9 @@ fn main() {
                 reps,
                 step_for::<Ad>(kind, Implementation::LossOnly, lead, n),
             );
-            let kernel = median(2, reps, kernel_step(kind, rows, n));
+            let kernel = kernel_time(kind, rows, n, reps);
             println!(
-                "{:<8} {:<10} {:>9.2} ms {:>9.2} ms {:>8.1}× {:>8.1} {:>6.0}% {:>9.2} ms {:>9.2} ms {:>8.1} {:>6.0}%",
+                "{:<8} {:<10} {:>9.2} ms {:>9.2} ms {:>8.1}× {:>8.1} {:>6.0}% {:>9.2} ms {:>9.2} ms {:>9.2} ms {:>8.1} {:>6.0}%",
                 format!("{kind:?}"),
                 label,
                 burn_time.as_secs_f64() * 1e3,
@@ -343,6 +379,7 @@ fn main() {
                 gbps(elements, ours),
                 100.0 * gbps(elements, ours) / copy,
                 loss_only.as_secs_f64() * 1e3,
+                (ours.as_secs_f64() - loss_only.as_secs_f64()) * 1e3,
                 kernel.as_secs_f64() * 1e3,
                 gbps(elements, kernel),
                 100.0 * gbps(elements, kernel) / copy,

@@ -5,6 +5,9 @@
 One step is y = norm(x), loss = sum(y * dy), loss.backward() with x requiring a gradient,
 in float32. The table prints the median over the repetitions and the achieved bandwidth,
 counting 8 bytes per element for the forward and 12 for the backward, as in the Rust bench.
+"loss only" is the same step with no norm (y = x): torch's own floor for this harness, as
+the Rust bench's "loss only" column is Burn's. "norm only" is the difference, the cost of
+the norm's forward and backward within the step.
 """
 
 import statistics
@@ -31,7 +34,7 @@ def median_seconds(step, warmup, reps):
 def main():
     torch.manual_seed(0)
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, float32, CPU")
-    print(f"{'norm':<8} {'shape':<10} {'median':>12} {'GB/s':>8}")
+    print(f"{'norm':<8} {'shape':<10} {'median':>12} {'GB/s':>8} {'loss only':>12} {'norm only':>12}")
     for name, make in [("Layer", lambda n: torch.nn.LayerNorm(n)),
                        ("Rms", lambda n: torch.nn.RMSNorm(n, eps=1e-6))]:
         for label, shape in SHAPES:
@@ -45,10 +48,17 @@ def main():
                 (norm(x) * dy).sum().backward()
                 return x.grad
 
+            def loss_only():
+                x = x0.clone().requires_grad_(True)
+                (x * dy).sum().backward()
+                return x.grad
+
             reps = max(5, min(51, 200_000_000 // elements)) | 1
             t = median_seconds(step, 2, reps)
+            floor = median_seconds(loss_only, 2, reps)
             print(f"{name:<8} {label:<10} {t * 1e3:>9.2f} ms "
-                  f"{BYTES_PER_ELEMENT * elements / t / 1e9:>8.1f}")
+                  f"{BYTES_PER_ELEMENT * elements / t / 1e9:>8.1f} "
+                  f"{floor * 1e3:>9.2f} ms {(t - floor) * 1e3:>9.2f} ms")
 
 
 if __name__ == "__main__":

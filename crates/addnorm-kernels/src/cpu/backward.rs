@@ -31,6 +31,7 @@
 
 use rayon::prelude::*;
 
+use super::dispatch::vectorized;
 use super::plan::{RowPlan, rows_per_task};
 use super::real::{LANES, Real, sum_map};
 
@@ -120,14 +121,20 @@ fn run<E: Real>(
                 beta: vec![E::ZERO; n],
             };
             let first = task * per_task * n;
-            let rows = grad.chunks_exact_mut(n).zip(x.chunks_exact(n));
-            for (i, ((grad, x), (&shift, &rstd))) in rows.zip(shift.iter().zip(rstd)).enumerate() {
-                if let Some(dy) = dy {
-                    let start = first + i * n;
-                    grad.copy_from_slice(&dy[start..start + n]);
-                }
-                backward_row(plan, x, gamma, shift, rstd, grad, &mut sums);
-            }
+            vectorized(
+                #[inline(always)]
+                || {
+                    let rows = grad.chunks_exact_mut(n).zip(x.chunks_exact(n));
+                    let stats = shift.iter().zip(rstd);
+                    for (i, ((grad, x), (&shift, &rstd))) in rows.zip(stats).enumerate() {
+                        if let Some(dy) = dy {
+                            let start = first + i * n;
+                            grad.copy_from_slice(&dy[start..start + n]);
+                        }
+                        backward_row(plan, x, gamma, shift, rstd, grad, &mut sums);
+                    }
+                },
+            );
             sums
         })
         .collect();

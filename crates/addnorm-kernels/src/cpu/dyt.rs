@@ -37,6 +37,7 @@
 
 use rayon::prelude::*;
 
+use super::dispatch::vectorized;
 use super::plan::rows_per_task;
 use super::real::{Real, sum_map};
 
@@ -51,9 +52,14 @@ pub fn forward<E: Real>(n: usize, x: &[E], alpha: E, gamma: &[E], beta: &[E], y:
     y.par_chunks_mut(per_task)
         .zip(x.par_chunks(per_task))
         .for_each(|(y, x)| {
-            for (y, x) in y.chunks_exact_mut(n).zip(x.chunks_exact(n)) {
-                forward_row(x, alpha, gamma, beta, y);
-            }
+            vectorized(
+                #[inline(always)]
+                || {
+                    for (y, x) in y.chunks_exact_mut(n).zip(x.chunks_exact(n)) {
+                        forward_row(x, alpha, gamma, beta, y);
+                    }
+                },
+            )
         });
 }
 
@@ -141,15 +147,21 @@ fn run_backward<E: Real>(
         .map(|(task, (grad, x))| {
             let mut sums = DynamicTanhGrads::zeros(n);
             let mut scratch = vec![E::ZERO; n];
-            let rows = grad.chunks_exact_mut(n).zip(x.chunks_exact(n));
-            for (i, (grad, x)) in rows.enumerate() {
-                if let Some(dy) = dy {
-                    let start = task * per_task + i * n;
-                    grad.copy_from_slice(&dy[start..start + n]);
-                }
-                let row_alpha = backward_row(x, alpha, gamma, grad, &mut sums, &mut scratch);
-                sums.alpha += row_alpha;
-            }
+            vectorized(
+                #[inline(always)]
+                || {
+                    let rows = grad.chunks_exact_mut(n).zip(x.chunks_exact(n));
+                    for (i, (grad, x)) in rows.enumerate() {
+                        if let Some(dy) = dy {
+                            let start = task * per_task + i * n;
+                            grad.copy_from_slice(&dy[start..start + n]);
+                        }
+                        let row_alpha =
+                            backward_row(x, alpha, gamma, grad, &mut sums, &mut scratch);
+                        sums.alpha += row_alpha;
+                    }
+                },
+            );
             sums
         })
         .reduce(|| DynamicTanhGrads::zeros(n), DynamicTanhGrads::add)

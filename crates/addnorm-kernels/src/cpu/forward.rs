@@ -35,6 +35,7 @@
 
 use rayon::prelude::*;
 
+use super::dispatch::vectorized;
 use super::plan::{RowPlan, rows_per_task};
 use super::real::{Real, sum_map};
 
@@ -74,10 +75,15 @@ pub fn forward<E: Real>(
         .zip(shift.par_chunks_mut(per_task))
         .zip(rstd.par_chunks_mut(per_task))
         .for_each(|(((y, x), shift), rstd)| {
-            let rows = y.chunks_exact_mut(n).zip(x.chunks_exact(n));
-            for ((y, x), (shift, rstd)) in rows.zip(shift.iter_mut().zip(rstd)) {
-                (*shift, *rstd) = normalize_row(plan, x, gamma, beta, y);
-            }
+            vectorized(
+                #[inline(always)]
+                || {
+                    let rows = y.chunks_exact_mut(n).zip(x.chunks_exact(n));
+                    for ((y, x), (shift, rstd)) in rows.zip(shift.iter_mut().zip(rstd)) {
+                        (*shift, *rstd) = normalize_row(plan, x, gamma, beta, y);
+                    }
+                },
+            )
         });
 }
 

@@ -7,6 +7,8 @@
 //! - [`forward`]: `y`, and the per-row shift and `r` it saves.
 //! - [`backward`]: dx, dγ, dβ from `x`, `dy` and the saved statistics.
 //! - [`memory`]: output buffers on transparent huge pages.
+//! - [`dispatch`]: the hot loops compiled for AVX2 + FMA and AVX-512 too, picked at run
+//!   time.
 //! - [`dyt`]: the fused Dynamic Tanh forward and backward.
 //! - [`tanh`]: the vectorizable f32 `tanh` they use.
 //! - `ndarray` (with the `ndarray` feature): the glue that runs them on `NdArray` tensors.
@@ -39,6 +41,7 @@
 //! ```
 
 pub mod backward;
+pub mod dispatch;
 pub mod dyt;
 pub mod forward;
 pub mod memory;
