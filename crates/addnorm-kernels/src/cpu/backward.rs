@@ -110,33 +110,37 @@ fn run<E: Real>(
         rstd.len()
     );
     let per_task = rows_per_task(rows, n);
+    // One task: its first element is `first` of the whole tensor (for the rows of `dy`).
+    let task = |first: usize, grad: &mut [E], x: &[E], shift: &[E], rstd: &[E]| {
+        let mut sums = FeatureGrads {
+            gamma: vec![E::ZERO; n],
+            beta: vec![E::ZERO; n],
+        };
+        vectorized(
+            #[inline(always)]
+            || {
+                let rows = grad.chunks_exact_mut(n).zip(x.chunks_exact(n));
+                let stats = shift.iter().zip(rstd);
+                for (i, ((grad, x), (&shift, &rstd))) in rows.zip(stats).enumerate() {
+                    if let Some(dy) = dy {
+                        let start = first + i * n;
+                        grad.copy_from_slice(&dy[start..start + n]);
+                    }
+                    backward_row(plan, x, gamma, shift, rstd, grad, &mut sums);
+                }
+            },
+        );
+        sums
+    };
+    if per_task >= rows {
+        return task(0, grad, x, shift, rstd);
+    }
     let partials: Vec<FeatureGrads<E>> = grad
         .par_chunks_mut(per_task * n)
         .zip(x.par_chunks(per_task * n))
         .zip(shift.par_chunks(per_task).zip(rstd.par_chunks(per_task)))
         .enumerate()
-        .map(|(task, ((grad, x), (shift, rstd)))| {
-            let mut sums = FeatureGrads {
-                gamma: vec![E::ZERO; n],
-                beta: vec![E::ZERO; n],
-            };
-            let first = task * per_task * n;
-            vectorized(
-                #[inline(always)]
-                || {
-                    let rows = grad.chunks_exact_mut(n).zip(x.chunks_exact(n));
-                    let stats = shift.iter().zip(rstd);
-                    for (i, ((grad, x), (&shift, &rstd))) in rows.zip(stats).enumerate() {
-                        if let Some(dy) = dy {
-                            let start = first + i * n;
-                            grad.copy_from_slice(&dy[start..start + n]);
-                        }
-                        backward_row(plan, x, gamma, shift, rstd, grad, &mut sums);
-                    }
-                },
-            );
-            sums
-        })
+        .map(|(i, ((grad, x), (shift, rstd)))| task(i * per_task * n, grad, x, shift, rstd))
         .collect();
     let mut partials = partials.into_iter();
     let mut total = partials.next().unwrap_or_else(|| FeatureGrads {
@@ -270,6 +274,60 @@ mod tests {
             let in_place = backward_in_place(&plan, &x, &mut grad, &gamma, &shift, &rstd);
             assert_eq!(grad, dx, "{spec:?}: dx");
             assert_eq!(in_place, separate, "{spec:?}: dγ, dβ");
+        }
+    }
+
+    #[test]
+    fn tasks_in_parallel_match_one_row_at_a_time() {
+        // Enough rows for several tasks, each with its own dγ/dβ partial sums.
+        let (rows, n) = (1600, 512);
+        assert!(
+            rows_per_task(rows, n) < rows / 2,
+            "the test needs several tasks"
+        );
+        let x: Vec<f64> = (0..rows * n)
+            .map(|i| ((i * 7919) % 1013) as f64 * 1e-2 - 5.0)
+            .collect();
+        let dy: Vec<f64> = (0..rows * n)
+            .map(|i| ((i * 104_729) % 997) as f64 * 1e-3 - 0.5)
+            .collect();
+        let gamma: Vec<f64> = (0..n).map(|j| 1.0 + j as f64 * 1e-3).collect();
+        let beta = vec![0.25; n];
+        let plan = RowPlan::<f64>::new(&RowNormSpec::layer_norm(1e-5), n);
+        let (mut y, mut shift, mut rstd) = (vec![0.0; rows * n], vec![0.0; rows], vec![0.0; rows]);
+        super::super::forward::forward(&plan, &x, &gamma, &beta, &mut y, &mut shift, &mut rstd);
+        let mut dx = vec![0.0; rows * n];
+        let grads = backward(&plan, &x, &dy, &gamma, &shift, &rstd, &mut dx);
+
+        let mut expected = FeatureGrads {
+            gamma: vec![0.0; n],
+            beta: vec![0.0; n],
+        };
+        for r in 0..rows {
+            let row = r * n..(r + 1) * n;
+            let (mut y_row, mut s, mut q) = (vec![0.0; n], [0.0], [0.0]);
+            let x_row = &x[row.clone()];
+            super::super::forward::forward(&plan, x_row, &gamma, &beta, &mut y_row, &mut s, &mut q);
+            assert_eq!(
+                (y_row.as_slice(), s[0], q[0]),
+                (&y[row.clone()], shift[r], rstd[r])
+            );
+            let mut dx_row = vec![0.0; n];
+            let part = backward(&plan, x_row, &dy[row.clone()], &gamma, &s, &q, &mut dx_row);
+            assert_eq!(dx_row, &dx[row], "row {r}");
+            add_into(&mut expected.gamma, &part.gamma);
+            add_into(&mut expected.beta, &part.beta);
+        }
+        for (name, got, want) in [
+            ("dγ", &grads.gamma, &expected.gamma),
+            ("dβ", &grads.beta, &expected.beta),
+        ] {
+            for (j, (g, w)) in got.iter().zip(want.iter()).enumerate() {
+                assert!(
+                    (g - w).abs() <= 1e-9 * w.abs().max(1.0),
+                    "{name}[{j}]: {g} vs {w}"
+                );
+            }
         }
     }
 }

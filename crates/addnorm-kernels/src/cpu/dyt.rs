@@ -48,19 +48,23 @@ use super::real::{Real, sum_map};
 /// values.
 pub fn forward<E: Real>(n: usize, x: &[E], alpha: E, gamma: &[E], beta: &[E], y: &mut [E]) {
     check_lengths("forward", n, x, y.len(), gamma, beta.len());
+    let task = |y: &mut [E], x: &[E]| {
+        vectorized(
+            #[inline(always)]
+            || {
+                for (y, x) in y.chunks_exact_mut(n).zip(x.chunks_exact(n)) {
+                    forward_row(x, alpha, gamma, beta, y);
+                }
+            },
+        )
+    };
     let per_task = rows_per_task(x.len() / n.max(1), n) * n;
+    if per_task >= x.len() {
+        return task(y, x);
+    }
     y.par_chunks_mut(per_task)
         .zip(x.par_chunks(per_task))
-        .for_each(|(y, x)| {
-            vectorized(
-                #[inline(always)]
-                || {
-                    for (y, x) in y.chunks_exact_mut(n).zip(x.chunks_exact(n)) {
-                        forward_row(x, alpha, gamma, beta, y);
-                    }
-                },
-            )
-        });
+        .for_each(|(y, x)| task(y, x));
 }
 
 /// The parameter gradients of one backward call.
@@ -140,30 +144,34 @@ fn run_backward<E: Real>(
     grad: &mut [E],
 ) -> DynamicTanhGrads<E> {
     check_lengths("backward", n, x, grad.len(), gamma, n);
+    // One task: its first element is `first` of the whole tensor (for the rows of `dy`).
+    let task = |first: usize, grad: &mut [E], x: &[E]| {
+        let mut sums = DynamicTanhGrads::zeros(n);
+        let mut scratch = vec![E::ZERO; n];
+        vectorized(
+            #[inline(always)]
+            || {
+                let rows = grad.chunks_exact_mut(n).zip(x.chunks_exact(n));
+                for (i, (grad, x)) in rows.enumerate() {
+                    if let Some(dy) = dy {
+                        let start = first + i * n;
+                        grad.copy_from_slice(&dy[start..start + n]);
+                    }
+                    let row_alpha = backward_row(x, alpha, gamma, grad, &mut sums, &mut scratch);
+                    sums.alpha += row_alpha;
+                }
+            },
+        );
+        sums
+    };
     let per_task = rows_per_task(x.len() / n.max(1), n) * n;
+    if per_task >= x.len() {
+        return task(0, grad, x);
+    }
     grad.par_chunks_mut(per_task)
         .zip(x.par_chunks(per_task))
         .enumerate()
-        .map(|(task, (grad, x))| {
-            let mut sums = DynamicTanhGrads::zeros(n);
-            let mut scratch = vec![E::ZERO; n];
-            vectorized(
-                #[inline(always)]
-                || {
-                    let rows = grad.chunks_exact_mut(n).zip(x.chunks_exact(n));
-                    for (i, (grad, x)) in rows.enumerate() {
-                        if let Some(dy) = dy {
-                            let start = task * per_task + i * n;
-                            grad.copy_from_slice(&dy[start..start + n]);
-                        }
-                        let row_alpha =
-                            backward_row(x, alpha, gamma, grad, &mut sums, &mut scratch);
-                        sums.alpha += row_alpha;
-                    }
-                },
-            );
-            sums
-        })
+        .map(|(i, (grad, x))| task(i * per_task, grad, x))
         .reduce(|| DynamicTanhGrads::zeros(n), DynamicTanhGrads::add)
 }
 
@@ -250,5 +258,52 @@ mod tests {
         let h = 1e-6;
         let numeric = (loss(alpha + h) - loss(alpha - h)) / (2.0 * h);
         assert!((numeric - separate.alpha).abs() < 1e-6 * numeric.abs().max(1.0));
+    }
+
+    #[test]
+    fn tasks_in_parallel_match_one_row_at_a_time() {
+        let (rows, n) = (1600, 512);
+        assert!(
+            rows_per_task(rows, n) < rows / 2,
+            "the test needs several tasks"
+        );
+        let x: Vec<f64> = (0..rows * n)
+            .map(|i| ((i * 7919) % 1013) as f64 * 4e-3 - 2.0)
+            .collect();
+        let dy: Vec<f64> = (0..rows * n)
+            .map(|i| ((i * 104_729) % 997) as f64 * 1e-3 - 0.5)
+            .collect();
+        let gamma: Vec<f64> = (0..n).map(|j| 1.0 + j as f64 * 1e-3).collect();
+        let beta = vec![0.25; n];
+        let alpha = 0.7;
+        let mut y = vec![0.0; rows * n];
+        forward(n, &x, alpha, &gamma, &beta, &mut y);
+        let mut dx = vec![0.0; rows * n];
+        let grads = backward(n, &x, &dy, alpha, &gamma, &mut dx);
+
+        let mut expected = DynamicTanhGrads::zeros(n);
+        for r in 0..rows {
+            let row = r * n..(r + 1) * n;
+            let mut y_row = vec![0.0; n];
+            forward(n, &x[row.clone()], alpha, &gamma, &beta, &mut y_row);
+            assert_eq!(y_row, &y[row.clone()], "row {r}");
+            let mut dx_row = vec![0.0; n];
+            let part = backward(
+                n,
+                &x[row.clone()],
+                &dy[row.clone()],
+                alpha,
+                &gamma,
+                &mut dx_row,
+            );
+            assert_eq!(dx_row, &dx[row], "row {r}");
+            expected = expected.add(part);
+        }
+        let close = |g: f64, w: f64| (g - w).abs() <= 1e-9 * w.abs().max(1.0);
+        assert!(close(grads.alpha, expected.alpha), "dα");
+        for j in 0..n {
+            assert!(close(grads.gamma[j], expected.gamma[j]), "dγ[{j}]");
+            assert!(close(grads.beta[j], expected.beta[j]), "dβ[{j}]");
+        }
     }
 }

@@ -69,22 +69,26 @@ pub fn forward<E: Real>(
         gamma.len(),
         beta.len()
     );
+    let task = |y: &mut [E], x: &[E], shift: &mut [E], rstd: &mut [E]| {
+        vectorized(
+            #[inline(always)]
+            || {
+                let rows = y.chunks_exact_mut(n).zip(x.chunks_exact(n));
+                for ((y, x), (shift, rstd)) in rows.zip(shift.iter_mut().zip(rstd)) {
+                    (*shift, *rstd) = normalize_row(plan, x, gamma, beta, y);
+                }
+            },
+        )
+    };
     let per_task = rows_per_task(rows, n);
+    if per_task >= rows {
+        return task(y, x, shift, rstd);
+    }
     y.par_chunks_mut(per_task * n)
         .zip(x.par_chunks(per_task * n))
         .zip(shift.par_chunks_mut(per_task))
         .zip(rstd.par_chunks_mut(per_task))
-        .for_each(|(((y, x), shift), rstd)| {
-            vectorized(
-                #[inline(always)]
-                || {
-                    let rows = y.chunks_exact_mut(n).zip(x.chunks_exact(n));
-                    for ((y, x), (shift, rstd)) in rows.zip(shift.iter_mut().zip(rstd)) {
-                        (*shift, *rstd) = normalize_row(plan, x, gamma, beta, y);
-                    }
-                },
-            )
-        });
+        .for_each(|(((y, x), shift), rstd)| task(y, x, shift, rstd));
 }
 
 /// One row: returns its shift `s` and `r`.

@@ -17,9 +17,15 @@ use crate::spec::{Centering, EpsilonPlacement, RowNormSpec};
 
 use super::real::Real;
 
-/// How many elements one parallel task should at least touch, so that scheduling stays
-/// cheap next to the work (about 64 KiB of f32).
-const MIN_TASK_ELEMENTS: usize = 16 * 1024;
+/// How many elements one parallel task should at least touch, so that handing it to another
+/// thread stays cheap next to the work: 1 MiB of f32, roughly 0.1 ms of kernel time.
+///
+/// Handing work from the calling thread to rayon's pool and back costs a thread wake-up on
+/// each side. On the 2-core development VM that came to about 0.1 ms per call, more than a
+/// whole 8×32×768 forward: with 16 Ki elements per task (the first choice) its LayerNorm
+/// step took 0.59–0.61 ms, on the calling thread alone 0.47–0.50 ms. A call with fewer
+/// elements than this runs on the calling thread, without rayon (see the drivers).
+const MIN_TASK_ELEMENTS: usize = 256 * 1024;
 
 /// How many tasks per worker thread: a few, so an unlucky thread does not hold up the rest,
 /// and few enough that the per-task dγ/dβ partial sums stay negligible.
@@ -92,7 +98,8 @@ impl<E: Real> RowPlan<E> {
     }
 }
 
-/// How many rows each parallel task takes, for `rows` rows of `n` features.
+/// How many rows each parallel task takes, for `rows` rows of `n` features. When it is
+/// `rows` or more, the drivers run their one task on the calling thread, without rayon.
 pub fn rows_per_task(rows: usize, n: usize) -> usize {
     let threads = rayon::current_num_threads().max(1);
     let by_size = MIN_TASK_ELEMENTS.div_ceil(n.max(1));
