@@ -1,6 +1,8 @@
 //! The fused CPU kernels of [`NormBackend::norm_rows`](crate::NormBackend::norm_rows): one
-//! forward and one backward pass over `[rows, n]`, rows in parallel (rayon), inner loops
-//! written so the compiler vectorizes them. They run in f32 and f64.
+//! forward and one backward pass over `[rows, n]`, rows in parallel (rayon) when the call
+//! is large enough to pay for the hand-off ([`plan::rows_per_task`]), inner loops written
+//! so the compiler vectorizes them ([`dispatch`] picks the widest instruction set at run
+//! time). They run in f32 and f64.
 //!
 //! - [`real`]: the element types and the lane-wise reductions.
 //! - [`plan`]: the per-call constants and the split of rows into tasks.
