@@ -14,7 +14,7 @@
 //! and one run directory per training run under `runs/`.
 //!
 //! # Shapes
-//! Not applicable: a driver over [`crate::probe`] and [`crate::train`].
+//! Not applicable: a driver over [`crate::probe`] and [`crate::train`](mod@crate::train).
 
 use std::fmt::Write as _;
 use std::path::Path;

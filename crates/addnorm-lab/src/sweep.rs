@@ -17,7 +17,7 @@
 //! an interrupted one resumes from its checkpoint, so rerunning a sweep continues it.
 //!
 //! # Shapes
-//! Not applicable: a sweep is a grid of [`crate::train`] runs.
+//! Not applicable: a sweep is a grid of [`crate::train`](mod@crate::train) runs.
 
 use std::path::Path;
 

@@ -28,7 +28,7 @@
 //!   reduces A, B (and σ² for `AddedToStd`) in shared memory, then writes dx and adds the
 //!   row's dγ/dβ contributions into the cube's own row of the `[cubes, n]` partial sums.
 //!   Each partial entry belongs to exactly one unit, so no atomics are needed.
-//! - [`sum_partials_kernel`] then adds the `cubes` partial rows per feature.
+//! - [`sum_partials_kernel`](fn@sum_partials_kernel) then adds the `cubes` partial rows per feature.
 //!
 //! # Shapes
 //! - `x`, `dy`, `output`, `dx`: `[rows, n]`, any strides

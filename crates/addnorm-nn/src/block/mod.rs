@@ -11,13 +11,13 @@
 //! Blocks map `[batch, seq, d_model]` to itself; the stack maps token ids `[batch, seq]`
 //! to logits `[batch, seq, vocab_size]`.
 
-mod add_norm;
-mod attention;
-mod feed_forward;
+pub mod add_norm;
+pub mod attention;
+pub mod feed_forward;
 mod linear;
-mod placement;
-mod stack;
-mod transformer_block;
+pub mod placement;
+pub mod stack;
+pub mod transformer_block;
 
 pub use add_norm::AddNorm;
 pub use attention::{MultiHeadSelfAttention, MultiHeadSelfAttentionConfig};

@@ -12,9 +12,9 @@
 
 mod affine;
 mod choice;
-mod dyt;
-mod layer;
-mod rms;
+pub mod dyt;
+pub mod layer;
+pub mod rms;
 mod rows;
 
 pub use affine::Affine;
