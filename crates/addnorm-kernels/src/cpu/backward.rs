@@ -250,17 +250,14 @@ fn lane_total<E: Real>(lanes: [E; LANES]) -> E {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cpu::test_values::{gradients, inputs};
     use crate::spec::RowNormSpec;
 
     #[test]
     fn in_place_matches_separate_buffers() {
         let (rows, n) = (37, 70);
-        let x: Vec<f64> = (0..rows * n)
-            .map(|i| ((i * 7919) % 1013) as f64 * 1e-2)
-            .collect();
-        let dy: Vec<f64> = (0..rows * n)
-            .map(|i| ((i * 104_729) % 997) as f64 * 1e-3)
-            .collect();
+        let x: Vec<f64> = inputs(rows * n, 1e-2, 0.0);
+        let dy: Vec<f64> = gradients(rows * n, 1e-3, 0.0);
         let gamma: Vec<f64> = (0..n).map(|j| 1.0 + j as f64 * 1e-2).collect();
         for spec in [RowNormSpec::layer_norm(1e-5), RowNormSpec::rms_norm(1e-6)] {
             let plan = RowPlan::<f64>::new(&spec, n);
@@ -285,12 +282,8 @@ mod tests {
             rows_per_task(rows, n) < rows / 2,
             "the test needs several tasks"
         );
-        let x: Vec<f64> = (0..rows * n)
-            .map(|i| ((i * 7919) % 1013) as f64 * 1e-2 - 5.0)
-            .collect();
-        let dy: Vec<f64> = (0..rows * n)
-            .map(|i| ((i * 104_729) % 997) as f64 * 1e-3 - 0.5)
-            .collect();
+        let x: Vec<f64> = inputs(rows * n, 1e-2, -5.0);
+        let dy: Vec<f64> = gradients(rows * n, 1e-3, -0.5);
         let gamma: Vec<f64> = (0..n).map(|j| 1.0 + j as f64 * 1e-3).collect();
         let beta = vec![0.25; n];
         let plan = RowPlan::<f64>::new(&RowNormSpec::layer_norm(1e-5), n);

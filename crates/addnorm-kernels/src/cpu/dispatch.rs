@@ -190,16 +190,13 @@ mod tests {
 
     #[test]
     fn the_kernels_give_the_same_bits_under_every_instruction_set() {
+        use crate::cpu::test_values::{gradients, inputs};
         use crate::cpu::{backward, dyt, forward, plan::RowPlan};
         use crate::spec::RowNormSpec;
 
         let (rows, n) = (45, 301); // a tail after every vector width
-        let x: Vec<f32> = (0..rows * n)
-            .map(|i| ((i * 7919) % 1013) as f32 * 3e-3 - 1.2)
-            .collect();
-        let dy: Vec<f32> = (0..rows * n)
-            .map(|i| ((i * 104_729) % 997) as f32 * 1e-3 - 0.4)
-            .collect();
+        let x: Vec<f32> = inputs(rows * n, 3e-3, -1.2);
+        let dy: Vec<f32> = gradients(rows * n, 1e-3, -0.4);
         let gamma: Vec<f32> = (0..n).map(|j| 1.0 + j as f32 * 1e-3).collect();
         let beta: Vec<f32> = (0..n).map(|j| j as f32 * -2e-3).collect();
         let run = || {

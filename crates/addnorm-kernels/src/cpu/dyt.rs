@@ -230,16 +230,13 @@ fn check_lengths<E>(what: &str, n: usize, x: &[E], out: usize, gamma: &[E], beta
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cpu::test_values::{gradients, inputs};
 
     #[test]
     fn in_place_matches_separate_buffers_and_central_differences() {
         let (rows, n) = (9, 37);
-        let x: Vec<f64> = (0..rows * n)
-            .map(|i| ((i * 7919) % 1013) as f64 * 4e-3 - 2.0)
-            .collect();
-        let dy: Vec<f64> = (0..rows * n)
-            .map(|i| ((i * 104_729) % 997) as f64 * 1e-3)
-            .collect();
+        let x: Vec<f64> = inputs(rows * n, 4e-3, -2.0);
+        let dy: Vec<f64> = gradients(rows * n, 1e-3, 0.0);
         let gamma: Vec<f64> = (0..n).map(|j| 1.0 + j as f64 * 1e-2).collect();
         let alpha = 0.7;
         let mut dx = vec![0.0; rows * n];
@@ -267,12 +264,8 @@ mod tests {
             rows_per_task(rows, n) < rows / 2,
             "the test needs several tasks"
         );
-        let x: Vec<f64> = (0..rows * n)
-            .map(|i| ((i * 7919) % 1013) as f64 * 4e-3 - 2.0)
-            .collect();
-        let dy: Vec<f64> = (0..rows * n)
-            .map(|i| ((i * 104_729) % 997) as f64 * 1e-3 - 0.5)
-            .collect();
+        let x: Vec<f64> = inputs(rows * n, 4e-3, -2.0);
+        let dy: Vec<f64> = gradients(rows * n, 1e-3, -0.5);
         let gamma: Vec<f64> = (0..n).map(|j| 1.0 + j as f64 * 1e-3).collect();
         let beta = vec![0.25; n];
         let alpha = 0.7;

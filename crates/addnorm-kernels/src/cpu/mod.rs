@@ -54,4 +54,7 @@ pub mod tanh;
 #[cfg(feature = "ndarray")]
 pub(crate) mod ndarray;
 
+#[cfg(test)]
+pub(crate) mod test_values;
+
 pub use crate::fused::{FusedCalls, fused_calls};

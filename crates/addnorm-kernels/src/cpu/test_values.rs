@@ -1,0 +1,28 @@
+//! Deterministic, irregular inputs for the kernels' unit tests: no two neighbours alike, no
+//! random generator, the same values on every run.
+//!
+//! # Formula
+//! ```text
+//! inputs(len, scale, offset)[i]    = ((i·7919)   mod 1013)·scale + offset
+//! gradients(len, scale, offset)[i] = ((i·104729) mod 997)·scale + offset
+//! ```
+//! Two prime strides and moduli, so the two sequences are uncorrelated.
+//!
+//! # Shapes
+//! `[len]`, to be read as `[rows, n]` row-major.
+
+use super::real::Real;
+
+/// The `x` sequence (see the [module docs](self)).
+pub(crate) fn inputs<E: Real>(len: usize, scale: f64, offset: f64) -> Vec<E> {
+    (0..len)
+        .map(|i| E::from_f64(((i * 7919) % 1013) as f64 * scale + offset))
+        .collect()
+}
+
+/// The `dy` sequence (see the [module docs](self)).
+pub(crate) fn gradients<E: Real>(len: usize, scale: f64, offset: f64) -> Vec<E> {
+    (0..len)
+        .map(|i| E::from_f64(((i * 104_729) % 997) as f64 * scale + offset))
+        .collect()
+}
