@@ -28,7 +28,7 @@ use burn::backend::autodiff::{
 use burn::tensor::{DType, Shape, TensorMetadata, ops::FloatTensor};
 
 use crate::backend::NormBackend;
-use crate::fused::{FusedNormForward, RowStatistics};
+use crate::fused::{FusedNormForward, RowStatistics, count_fused_backward, try_fused_forward};
 use crate::{composite, spec::RowNormSpec};
 
 /// The backward node of a fused `norm_rows`. Its parents are `x`, then γ and β when they
@@ -85,6 +85,7 @@ impl<B: NormBackend, const N: usize> Backward<B, N> for NormRowsBackward {
             grad_output,
             &state.spec,
         );
+        count_fused_backward();
         register_gradients::<B, N>(
             ops.parents.map(|p| p.map(|p| p.id)),
             [computed.x],
@@ -156,6 +157,7 @@ impl<B: NormBackend, const N: usize> Backward<B, N> for DynamicTanhBackward {
             state.beta_features,
             grad_output,
         );
+        count_fused_backward();
         register_gradients::<B, N>(
             ops.parents.map(|p| p.map(|p| p.id)),
             [computed.x, computed.alpha],
@@ -173,16 +175,14 @@ impl<B: NormBackend, C: CheckpointStrategy> NormBackend for Autodiff<B, C> {
         gamma: Option<FloatTensor<Self>>,
         beta: Option<FloatTensor<Self>>,
     ) -> FloatTensor<Self> {
-        let fused = if composite::is_forced() {
-            None
-        } else {
+        let fused = try_fused_forward(|| {
             B::fused_dynamic_tanh(
                 &x.primitive,
                 &alpha.primitive,
                 gamma.as_ref().map(|g| &g.primitive),
                 beta.as_ref().map(|b| &b.primitive),
             )
-        };
+        });
         let Some(output) = fused else {
             return composite_dynamic_tanh::<Self>(x, alpha, gamma, beta);
         };
@@ -228,16 +228,14 @@ impl<B: NormBackend, C: CheckpointStrategy> NormBackend for Autodiff<B, C> {
         beta: Option<FloatTensor<Self>>,
         spec: RowNormSpec,
     ) -> FloatTensor<Self> {
-        let fused = if composite::is_forced() {
-            None
-        } else {
+        let fused = try_fused_forward(|| {
             B::fused_norm_rows(
                 &x.primitive,
                 gamma.as_ref().map(|g| &g.primitive),
                 beta.as_ref().map(|b| &b.primitive),
                 &spec,
             )
-        };
+        });
         let Some(fused) = fused else {
             return composite_norm_rows::<Self>(x, gamma, beta, &spec);
         };

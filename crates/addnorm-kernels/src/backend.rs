@@ -55,7 +55,9 @@
 use burn::tensor::ops::FloatTensor;
 use burn::tensor::{Shape, Tensor, TensorPrimitive, backend::Backend};
 
-use crate::fused::{FusedDynamicTanhGrads, FusedNormForward, FusedNormGrads, RowStatistics};
+use crate::fused::{
+    FusedDynamicTanhGrads, FusedNormForward, FusedNormGrads, RowStatistics, try_fused_forward,
+};
 use crate::{composite, spec::RowNormSpec};
 
 /// Wraps a float primitive into a tensor of rank `D`.
@@ -77,8 +79,8 @@ pub trait NormBackend: Backend {
         beta: Option<FloatTensor<Self>>,
         spec: RowNormSpec,
     ) -> FloatTensor<Self> {
-        if !composite::is_forced()
-            && let Some(fused) = Self::fused_norm_rows(&x, gamma.as_ref(), beta.as_ref(), &spec)
+        if let Some(fused) =
+            try_fused_forward(|| Self::fused_norm_rows(&x, gamma.as_ref(), beta.as_ref(), &spec))
         {
             return fused.output;
         }
@@ -147,9 +149,9 @@ pub trait NormBackend: Backend {
         gamma: Option<FloatTensor<Self>>,
         beta: Option<FloatTensor<Self>>,
     ) -> FloatTensor<Self> {
-        if !composite::is_forced()
-            && let Some(y) = Self::fused_dynamic_tanh(&x, &alpha, gamma.as_ref(), beta.as_ref())
-        {
+        if let Some(y) = try_fused_forward(|| {
+            Self::fused_dynamic_tanh(&x, &alpha, gamma.as_ref(), beta.as_ref())
+        }) {
             return y;
         }
         composite::dynamic_tanh::<Self>(

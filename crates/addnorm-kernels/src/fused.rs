@@ -23,7 +23,10 @@
 //! # Counters
 //! [`fused_calls`] says how many fused forward and backward passes the *calling thread* has
 //! started, whichever backend ran them (the CPU kernels, the CubeCL kernels directly, or
-//! queued in a fusion stream, counted when queued). Tests use it to check that a backend
+//! queued in a fusion stream, counted when queued). The count is taken where the fused path
+//! is chosen, not in the kernels: forwards in `NormBackend::norm_rows` /
+//! `dynamic_tanh` (the defaults and `Autodiff`'s), backwards in the autodiff nodes. A
+//! backend outside this crate is counted the same way. Tests use it to check that a backend
 //! really takes the fused path; it is a thread-local increment per call (not per row), which
 //! costs nothing measurable, so it is always on.
 //!
@@ -112,11 +115,31 @@ pub fn fused_calls() -> FusedCalls {
 }
 
 /// Records one call on this thread.
-#[cfg_attr(not(any(feature = "ndarray", feature = "wgpu")), allow(dead_code))]
-pub(crate) fn count(update: impl FnOnce(&mut FusedCalls)) {
+fn count(update: impl FnOnce(&mut FusedCalls)) {
     CALLS.with(|calls| {
         let mut now = calls.get();
         update(&mut now);
         calls.set(now);
     });
+}
+
+/// The dispatch to a fused forward: `None` while a
+/// [`ForceComposite`](crate::composite::ForceComposite) guard is alive on this thread,
+/// else what `kernel` returns (a backend's `fused_*` method); a `Some` is counted as one
+/// fused forward. Every forward dispatch (`NormBackend`'s defaults and `Autodiff`'s) goes
+/// through here, so the counter works for any backend.
+pub(crate) fn try_fused_forward<T>(kernel: impl FnOnce() -> Option<T>) -> Option<T> {
+    if crate::composite::is_forced() {
+        return None;
+    }
+    let fused = kernel();
+    if fused.is_some() {
+        count(|calls| calls.forward += 1);
+    }
+    fused
+}
+
+/// Counts one fused backward; the autodiff nodes call it when they run one.
+pub(crate) fn count_fused_backward() {
+    count(|calls| calls.backward += 1);
 }

@@ -158,7 +158,6 @@ fn forward_in<E: NdArrayReal>(
     let mut shift = vec![E::ZERO; rows];
     let mut rstd = vec![E::ZERO; rows];
     forward(&plan, &x, &gamma, &beta, &mut y, &mut shift, &mut rstd);
-    crate::fused::count(|calls| calls.forward += 1);
     Some((
         E::tensor(y, vec![rows, n]),
         E::tensor(shift, vec![rows]),
@@ -222,7 +221,6 @@ fn backward_in<E: NdArrayReal>(
         |grad| backward_in_place(&plan, &x_values, grad, &gamma_values, &shift, &rstd),
         |dy, dx| backward(&plan, &x_values, dy, &gamma_values, &shift, &rstd, dx),
     );
-    crate::fused::count(|calls| calls.backward += 1);
     // A scalar parameter's gradient is the sum over every feature as well.
     (
         dx,
@@ -267,7 +265,6 @@ fn dynamic_tanh_in<E: NdArrayReal>(
     let x = E::elements(x)?;
     let mut y = zeroed_output(rows * n);
     super::dyt::forward(n, &x, alpha, &gamma, &beta, &mut y);
-    crate::fused::count(|calls| calls.forward += 1);
     Some(E::tensor(y, vec![rows, n]))
 }
 
@@ -329,7 +326,6 @@ fn dynamic_tanh_backward_in<E: NdArrayReal>(
         |grad| super::dyt::backward_in_place(n, &x_values, grad, alpha, &gamma_values),
         |dy, dx| super::dyt::backward(n, &x_values, dy, alpha, &gamma_values, dx),
     );
-    crate::fused::count(|calls| calls.backward += 1);
     (
         dx,
         E::tensor(vec![sums.alpha], vec![1]),

@@ -193,7 +193,6 @@ where
             .register(streams, OperationIr::Custom(desc), operation)
             .try_into()
             .unwrap_or_else(|_| unreachable!("norm_rows forward registers three outputs"));
-        crate::fused::count(|calls| calls.forward += 1);
         Some(FusedNormForward {
             output,
             statistics: RowStatistics { shift, rstd },
@@ -244,7 +243,6 @@ where
             .expect("norm_rows backward: dx is always an output");
         let gamma = gamma.map(|_| grads.next().expect("norm_rows backward: dγ output"));
         let beta = beta_features.map(|_| grads.next().expect("norm_rows backward: dβ output"));
-        crate::fused::count(|calls| calls.backward += 1);
         FusedNormGrads { x, gamma, beta }
     }
 }
