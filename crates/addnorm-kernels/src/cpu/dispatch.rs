@@ -30,11 +30,14 @@
 //!
 //! let x = [1.0_f32, 2.0, 3.0, 4.0];
 //! let mut y = [0.0_f32; 4];
-//! vectorized(|| {
-//!     for (y, x) in y.iter_mut().zip(&x) {
-//!         *y = 2.0 * x;
-//!     }
-//! });
+//! vectorized(
+//!     #[inline(always)]
+//!     || {
+//!         for (y, x) in y.iter_mut().zip(&x) {
+//!             *y = 2.0 * x;
+//!         }
+//!     },
+//! );
 //! assert_eq!(y, [2.0, 4.0, 6.0, 8.0]);
 //! println!("the kernels run with {:?}", detected());
 //! ```
@@ -105,9 +108,11 @@ fn detect() -> InstructionSet {
 
 /// Runs `f`, compiled for the widest instruction set of [`detected`].
 ///
-/// `f` and everything it calls must be inlined into it for the wider copies to be
+/// `f` and everything it calls must be inlined into each copy for the wider copies to be
 /// vectorized wider: the kernels' row functions and [`super::real::Real`] methods are
-/// `#[inline(always)]`, and `f` itself is inlined into each copy (a closure called once).
+/// `#[inline(always)]`, and so must the closure passed as `f` be (`vectorized(#[inline(always)]
+/// || ..)`). Without that attribute LLVM compiled each copy as a jump to the one baseline
+/// closure body (seen in the disassembly), and nothing ran wider.
 #[inline(always)]
 pub fn vectorized<R>(f: impl FnOnce() -> R) -> R {
     match detected() {
