@@ -37,10 +37,10 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use addnorm::nn::{LayerNormConfig, RmsNormConfig};
-use addnorm_kernels::NormBackend;
 use addnorm_kernels::RowNormSpec;
 use addnorm_kernels::cpu::memory::zeroed_output;
 use addnorm_kernels::cpu::{backward::backward_in_place, forward::forward, plan::RowPlan};
+use addnorm_kernels::{NormAutodiffBackend, NormBackend};
 use burn::backend::{Autodiff, NdArray};
 use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::{Distribution, Tensor};
@@ -120,14 +120,11 @@ fn repetitions(elements: usize) -> usize {
 
 /// One forward + backward step of `kind` from `implementation` on `[lead.., n]`, on
 /// backend `B`, ending with a device sync (a no-op on the CPU).
-fn step_fn<B: AutodiffBackend + NormBackend, const D: usize>(
+fn step_fn<B: NormAutodiffBackend, const D: usize>(
     kind: Kind,
     implementation: Implementation,
     shape: [usize; D],
-) -> Box<dyn FnMut()>
-where
-    B::InnerBackend: NormBackend,
-{
+) -> Box<dyn FnMut()> {
     let device = B::Device::default();
     let n = shape[D - 1];
     let x = Tensor::<B, D>::random(shape, Distribution::Normal(0.5, 2.0), &device);
@@ -161,15 +158,12 @@ where
     }
 }
 
-fn step_for<B: AutodiffBackend + NormBackend>(
+fn step_for<B: NormAutodiffBackend>(
     kind: Kind,
     implementation: Implementation,
     lead: &[usize],
     n: usize,
-) -> Box<dyn FnMut()>
-where
-    B::InnerBackend: NormBackend,
-{
+) -> Box<dyn FnMut()> {
     match *lead {
         [rows] => step_fn::<B, 2>(kind, implementation, [rows, n]),
         [a, b] => step_fn::<B, 3>(kind, implementation, [a, b, n]),

@@ -4,9 +4,12 @@
 //!
 //! - [`nn`]: the modules ([`nn::LayerNorm`], [`nn::RmsNorm`], [`nn::DynamicTanh`],
 //!   [`nn::Norm`]) and their configs.
-//! - [`NormBackend`]: the backend bound the modules need; implemented for `NdArray`, `Wgpu`
-//!   and `Autodiff<B>`.
-//! - [`backend`]: the backends enabled by this crate's features, for examples and tests.
+//! - [`NormBackend`]: the backend bound the modules need; implemented for `NdArray`, every
+//!   CubeCL backend (`Wgpu`, `Cuda`, with or without fusion) and `Autodiff<B>`.
+//! - [`NormAutodiffBackend`]: the one bound generic training code needs.
+//! - [`backend`]: the backends enabled by this crate's features (`ndarray`, `wgpu`, `cuda`).
+//! - [`kernels`]: the fused kernels behind [`NormBackend`], with
+//!   [`kernels::composite::ForceComposite`] and the fused-call counters.
 //!
 //! # Formula
 //! `y = (x − μ) / √(σ² + ε) · γ + β` over the trailing `normalized_shape` dimensions, and
@@ -34,19 +37,17 @@
 //! );
 //! ```
 
-pub use addnorm_lab::backend;
-
-/// The lab: toy tasks, training and the gradient-stability study.
-pub mod lab {
-    pub use addnorm_lab::*;
-}
+pub mod backend;
 
 /// The modules and configs: norms and their options.
 pub mod nn {
     pub use addnorm_nn::*;
 }
 
-pub use addnorm_kernels::NormBackend;
+pub use addnorm_kernels::{NormAutodiffBackend, NormBackend};
+
+/// The compute layer: [`NormBackend`], the composite reference and the fused kernels.
+pub use addnorm_kernels as kernels;
 
 /// The README's Rust snippets, compiled as doc tests so that they stay true.
 #[doc = include_str!("../README.md")]

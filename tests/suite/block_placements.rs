@@ -101,6 +101,7 @@ fn reference<B: addnorm::NormBackend>(
             let x = x.clone() + attn(x);
             x.clone() + ffn(x)
         }
+        other => panic!("no reference formula for placement {other}"),
     }
 }
 
@@ -174,6 +175,7 @@ on_every_backend! {
                 Placement::Peri => (true, true, false, false),
                 Placement::ReZero => (false, false, false, true),
                 Placement::None => (false, false, false, false),
+                other => panic!("no expected norms for placement {other}"),
             };
             assert_eq!(has, expected, "{placement}");
         }

@@ -3,8 +3,12 @@
 use burn::tensor::{Tensor, TensorData, backend::Backend};
 
 /// Writes each `fn name<B>(device) { body }` once, generic over an autodiff backend
-/// `B: AutodiffBackend + NormBackend`, and emits one `#[test]` per enabled backend:
-/// `name::ndarray` and `name::wgpu`.
+/// `B: NormAutodiffBackend`, and emits one `#[test]` per enabled backend: `name::ndarray`,
+/// `name::wgpu` and `name::cuda`.
+///
+/// A GPU case whose backend has no device on this machine is skipped, loudly (see
+/// [`gpu_available`]), unless `ADDNORM_REQUIRE_GPU` names that backend: CI sets
+/// `ADDNORM_REQUIRE_GPU=wgpu`, so a CI machine that cannot run wgpu fails.
 #[macro_export]
 macro_rules! on_every_backend {
     ($(
@@ -16,10 +20,7 @@ macro_rules! on_every_backend {
             #[allow(unused_imports)]
             use super::*;
 
-            fn run<$B>($device: &burn::tensor::Device<$B>)
-            where
-                $B: burn::tensor::backend::AutodiffBackend + addnorm::NormBackend,
-                <$B as burn::tensor::backend::AutodiffBackend>::InnerBackend: addnorm::NormBackend,
+            fn run<$B: addnorm::NormAutodiffBackend>($device: &burn::tensor::Device<$B>)
             $body
 
             #[cfg(feature = "ndarray")]
@@ -33,10 +34,46 @@ macro_rules! on_every_backend {
             #[cfg(feature = "wgpu")]
             #[test]
             fn wgpu() {
-                run::<addnorm::backend::wgpu::AutodiffBackend>(&addnorm::backend::wgpu::device());
+                if $crate::common::gpu_available(addnorm::backend::Kind::Wgpu, module_path!()) {
+                    run::<addnorm::backend::wgpu::AutodiffBackend>(&addnorm::backend::wgpu::device());
+                }
+            }
+
+            #[cfg(feature = "cuda")]
+            #[test]
+            fn cuda() {
+                if $crate::common::gpu_available(addnorm::backend::Kind::Cuda, module_path!()) {
+                    run::<addnorm::backend::cuda::AutodiffBackend>(&addnorm::backend::cuda::device());
+                }
             }
         }
     )*};
+}
+
+/// Whether the GPU backend `kind` can run here. When it cannot, this writes a `SKIPPED`
+/// line for `test` straight to stderr (past libtest's capture, so it shows in a passing
+/// run) and returns false, or panics if `ADDNORM_REQUIRE_GPU` (comma-separated backend
+/// names) lists `kind`.
+pub fn gpu_available(kind: addnorm::backend::Kind, test: &str) -> bool {
+    use std::io::Write;
+    static CHECKED: std::sync::OnceLock<Vec<(addnorm::backend::Kind, Result<(), String>)>> =
+        std::sync::OnceLock::new();
+    let checked = CHECKED.get_or_init(|| {
+        addnorm::backend::ENABLED
+            .iter()
+            .map(|&k| (k, k.check_available()))
+            .collect()
+    });
+    let status = checked.iter().find(|(k, _)| *k == kind).map(|(_, s)| s);
+    let Some(Err(message)) = status else {
+        return true;
+    };
+    let required = std::env::var("ADDNORM_REQUIRE_GPU").unwrap_or_default();
+    if required.split(',').any(|name| name.trim() == kind.name()) {
+        panic!("ADDNORM_REQUIRE_GPU={required}, but {message}");
+    }
+    let _ = writeln!(std::io::stderr(), "SKIPPED {test}::{kind}: {message}");
+    false
 }
 
 /// The values of a tensor as f64, whatever its element type.

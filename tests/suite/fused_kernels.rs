@@ -6,14 +6,14 @@
 //! `Fusion<CubeBackend<WgpuRuntime>>` (Burn's default wgpu type); the `cube_backend_*`
 //! tests run them on `CubeBackend` without fusion, and in f16.
 
-use addnorm::NormBackend;
 use addnorm::nn::{LayerNorm, LayerNormConfig, RmsNorm, RmsNormConfig};
+use addnorm::{NormAutodiffBackend, NormBackend};
 use addnorm_kernels::composite::{self, ForceComposite};
 use addnorm_kernels::{Centering, EpsilonPlacement, RowNormSpec, Variance};
 use burn::module::Module;
 use burn::nn::{Linear, LinearConfig};
 use burn::optim::{AdamConfig, GradientsParams, Optimizer};
-use burn::tensor::backend::{AutodiffBackend, Backend};
+use burn::tensor::backend::Backend;
 use burn::tensor::{Tensor, TensorPrimitive};
 
 use crate::common::{assert_close, in_own_process, tensor, values};
@@ -105,11 +105,7 @@ enum Path {
     Composite,
 }
 
-fn norm_pass<B: AutodiffBackend + NormBackend>(
-    case: &Case,
-    path: Path,
-    device: &B::Device,
-) -> Outputs {
+fn norm_pass<B: NormAutodiffBackend>(case: &Case, path: Path, device: &B::Device) -> Outputs {
     let (rows, n) = (case.rows, case.n);
     // The leaf that owns the gradient, and the [rows, n] view of it the norm sees.
     let (leaf, x): (Tensor<B, 2>, Tensor<B, 2>) = match case.layout {
@@ -184,11 +180,7 @@ fn norm_pass<B: AutodiffBackend + NormBackend>(
 }
 
 /// Runs both paths and asserts they agree within `tolerance` of each field's scale.
-fn assert_paths_agree<B: AutodiffBackend + NormBackend>(
-    case: &Case,
-    tolerance: f64,
-    device: &B::Device,
-) {
+fn assert_paths_agree<B: NormAutodiffBackend>(case: &Case, tolerance: f64, device: &B::Device) {
     let fused = norm_pass::<B>(case, Path::Backend, device);
     let reference = norm_pass::<B>(case, Path::Composite, device);
     let what = case.describe();
@@ -398,7 +390,7 @@ impl<B: NormBackend> TwoLayer<B> {
 }
 
 /// Fits a fixed random regression for 50 Adam steps; returns the loss at each step.
-fn train<B: AutodiffBackend + NormBackend>(mut model: TwoLayer<B>, device: &B::Device) -> Vec<f64> {
+fn train<B: NormAutodiffBackend>(mut model: TwoLayer<B>, device: &B::Device) -> Vec<f64> {
     let x = tensor::<B, 2>(&random_values(64 * 8, 31), [64, 8], device);
     let target = tensor::<B, 2>(&random_values(64 * 16, 32), [64, 16], device);
     let mut optimizer = AdamConfig::new().init();
@@ -414,7 +406,7 @@ fn train<B: AutodiffBackend + NormBackend>(mut model: TwoLayer<B>, device: &B::D
 
 /// (d) Under autodiff, a LayerNorm's forward and backward each run the fused kernel
 /// exactly once; with a `ForceComposite` guard neither runs, and the results agree.
-fn assert_takes_the_fused_path<Ad: AutodiffBackend + NormBackend>(device: &Ad::Device) {
+fn assert_takes_the_fused_path<Ad: NormAutodiffBackend>(device: &Ad::Device) {
     use addnorm_kernels::fused::fused_calls;
 
     let norm = LayerNormConfig::new(vec![6]).init::<Ad>(device);
@@ -646,7 +638,7 @@ on_every_backend! {
 
 /// y, dx, dα, dγ, dβ of `sum(DyT(x) · dy)` on `[rows, n]`, through the backend's
 /// `dynamic_tanh` (fused where the backend has a kernel) or the composite reference.
-fn dynamic_tanh_pass<B: AutodiffBackend + NormBackend>(
+fn dynamic_tanh_pass<B: NormAutodiffBackend>(
     (rows, n): (usize, usize),
     (gamma_len, beta_len): (Option<usize>, Option<usize>),
     path: Path,

@@ -8,9 +8,11 @@
 //! - [`composite`]: the reference path in Burn tensor ops, and [`composite::ForceComposite`].
 //! - [`fused`]: what a fused kernel returns (output, saved statistics, gradients).
 //! - [`cpu`]: the fused CPU kernels (f32, f64) used by `NdArray`.
-//! - `cube` (feature `wgpu`): the fused CubeCL kernels used by `CubeBackend` (wgpu, CUDA,
-//!   HIP) and by `Fusion<CubeBackend>`, Burn's default wgpu type.
+//! - `cube` (features `wgpu` or `cuda`): the fused CubeCL kernels used by `CubeBackend`
+//!   (wgpu, CUDA, HIP) and by `Fusion<CubeBackend>`, the type Burn's GPU backends have
+//!   with Burn's default features.
 //! - [`autodiff`]: `NormBackend` for `Autodiff<B>`, with the fused kernels' backward node.
+//! - [`training`]: [`NormAutodiffBackend`], the one bound generic training code needs.
 //!
 //! # Formula
 //! Every LayerNorm / RMSNorm variant is `y = (x − μ) / D(σ², ε) · γ + β` on the rows of a
@@ -26,10 +28,12 @@ pub mod autodiff;
 pub mod backend;
 pub mod composite;
 pub mod cpu;
-#[cfg(feature = "wgpu")]
+#[cfg(feature = "cubecl")]
 pub mod cube;
 pub mod fused;
 pub mod spec;
+pub mod training;
 
 pub use backend::NormBackend;
 pub use spec::{Centering, EpsilonPlacement, RowNormSpec, Variance};
+pub use training::NormAutodiffBackend;

@@ -9,7 +9,8 @@
 
 use std::path::{Path, PathBuf};
 
-use addnorm_nn::Placement;
+use addnorm::backend::Kind;
+use addnorm::nn::Placement;
 use clap::{Args, Parser, Subcommand};
 
 use crate::error::{LabError, write_json};
@@ -46,9 +47,9 @@ pub enum Command {
 /// Options every command takes.
 #[derive(Args, Debug, Clone)]
 pub struct CommonArgs {
-    /// The backend: one of those compiled in (ndarray, wgpu).
-    #[arg(long, default_value = crate::backend::NAME, value_parser = parse_backend)]
-    pub backend: String,
+    /// The backend: one of those compiled in (ndarray, wgpu, cuda).
+    #[arg(long, default_value = addnorm::backend::PREFERRED.name(), value_parser = parse_backend)]
+    pub backend: Kind,
     /// The seed of initialization and data.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
@@ -220,15 +221,8 @@ pub struct DemoArgs {
     common: CommonArgs,
 }
 
-fn parse_backend(s: &str) -> Result<String, String> {
-    if crate::backend::ENABLED.contains(&s) {
-        Ok(s.to_string())
-    } else {
-        Err(format!(
-            "backend {s:?} is not compiled in; this build has: {}",
-            crate::backend::ENABLED.join(", ")
-        ))
-    }
+fn parse_backend(s: &str) -> Result<Kind, String> {
+    s.parse()
 }
 
 fn parse_task(s: &str) -> Result<TaskKind, String> {
@@ -249,22 +243,29 @@ fn check_writable(out: &Path) -> Result<(), String> {
 /// its device.
 macro_rules! with_backend {
     ($name:expr, |$B:ident, $device:ident| $body:expr) => {{
-        match $name {
+        match $name.parse::<addnorm::backend::Kind>() {
             #[cfg(feature = "ndarray")]
-            "ndarray" => {
-                type $B = crate::backend::ndarray::AutodiffBackend;
-                let $device = crate::backend::ndarray::device();
+            Ok(addnorm::backend::Kind::Ndarray) => {
+                type $B = addnorm::backend::ndarray::AutodiffBackend;
+                let $device = addnorm::backend::ndarray::device();
                 $body
             }
             #[cfg(feature = "wgpu")]
-            "wgpu" => {
-                type $B = crate::backend::wgpu::AutodiffBackend;
-                let $device = crate::backend::wgpu::device();
+            Ok(addnorm::backend::Kind::Wgpu) => {
+                type $B = addnorm::backend::wgpu::AutodiffBackend;
+                let $device = addnorm::backend::wgpu::device();
                 $body
             }
-            other => Err(LabError::Invalid(format!(
+            #[cfg(feature = "cuda")]
+            Ok(addnorm::backend::Kind::Cuda) => {
+                type $B = addnorm::backend::cuda::AutodiffBackend;
+                let $device = addnorm::backend::cuda::device();
+                $body
+            }
+            Ok(other) => Err(LabError::Invalid(format!(
                 "backend {other} is not compiled in"
             ))),
+            Err(message) => Err(LabError::Invalid(message)),
         }
     }};
 }
@@ -292,7 +293,7 @@ impl TrainArgs {
         config.eval_every = self.eval_every;
         config.stats_every = self.stats_every;
         config.checkpoint_every = self.checkpoint_every;
-        config.backend = self.common.backend.clone();
+        config.backend = self.common.backend.name().to_string();
         config
     }
 }
@@ -305,7 +306,7 @@ fn run_train(args: &TrainArgs) -> Result<i32, LabError> {
         inject_nan_at: args.inject_nan_at,
     };
     let out = &args.common.out;
-    let summary = with_backend!(args.common.backend.as_str(), |B, device| {
+    let summary = with_backend!(args.common.backend.name(), |B, device| {
         crate::train::train::<B>(&config, out, &options, &device)
     })?;
     if let Some(d) = &summary.diverged {
@@ -351,7 +352,7 @@ impl ProbeArgs {
             d_ff: self.d_ff,
             batch_size: self.batch,
             zero_init_query_key: !self.random_query_key,
-            backend: self.common.backend.clone(),
+            backend: self.common.backend.name().to_string(),
         }
     }
 }
@@ -360,7 +361,7 @@ fn run_probe(args: &ProbeArgs) -> Result<i32, LabError> {
     let config = args.config();
     let out = &args.common.out;
     write_json(&out.join("config.json"), &config)?;
-    let report = with_backend!(args.common.backend.as_str(), |B, device| {
+    let report = with_backend!(args.common.backend.name(), |B, device| {
         crate::probe::probe::<B>(&config, Some(out), true, &device)
     })?;
     print!("{}", crate::report::probe_table(&report));
@@ -379,13 +380,19 @@ pub fn main() -> i32 {
             return code;
         }
     };
-    let out = match &cli.command {
-        Command::Train(a) => &a.common.out,
-        Command::Probe(a) => &a.common.out,
-        Command::Sweep(a) => &a.common.out,
-        Command::Demo(a) => &a.common.out,
+    let common = match &cli.command {
+        Command::Train(a) => &a.common,
+        Command::Probe(a) => &a.common,
+        Command::Sweep(a) => &a.common,
+        Command::Demo(a) => &a.common,
     };
-    if let Err(message) = check_writable(out) {
+    // Both checks come before any work: a missing driver would otherwise panic inside
+    // Burn's device thread, and an unwritable --out would lose a finished run.
+    if let Err(message) = common
+        .backend
+        .check_available()
+        .and_then(|()| check_writable(&common.out))
+    {
         eprintln!("error: {message}");
         return 2;
     }
@@ -418,7 +425,7 @@ impl SweepArgs {
             steps: self.steps,
             d_model: self.d_model,
             batch_size: 32,
-            backend: self.common.backend.clone(),
+            backend: self.common.backend.name().to_string(),
         }
     }
 
@@ -436,7 +443,7 @@ impl DemoArgs {
 
     /// The backend name.
     pub fn backend(&self) -> &str {
-        &self.common.backend
+        self.common.backend.name()
     }
 
     /// The base seed.

@@ -20,9 +20,8 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::time::Instant;
 
-use addnorm_kernels::NormBackend;
-use addnorm_nn::Placement;
-use burn::tensor::backend::AutodiffBackend;
+use addnorm::NormAutodiffBackend;
+use addnorm::nn::Placement;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{LabError, write_json};
@@ -357,8 +356,7 @@ pub fn demo<B>(
     device: &B::Device,
 ) -> Result<DemoReport, LabError>
 where
-    B: AutodiffBackend + NormBackend,
-    B::InnerBackend: NormBackend,
+    B: NormAutodiffBackend,
 {
     let started = Instant::now();
     let workers = crate::seeded::workers_for(&config.backend);

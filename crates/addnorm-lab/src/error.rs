@@ -46,7 +46,14 @@ impl core::fmt::Display for LabError {
     }
 }
 
-impl std::error::Error for LabError {}
+impl std::error::Error for LabError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Io { source, .. } => Some(source),
+            Self::Record(_) | Self::Parse { .. } | Self::Invalid(_) => None,
+        }
+    }
+}
 
 /// Writes `contents` to `path` atomically: a temporary file beside it, then a rename.
 pub fn write_atomic(path: &std::path::Path, contents: &[u8]) -> Result<(), LabError> {

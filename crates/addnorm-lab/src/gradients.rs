@@ -9,7 +9,7 @@
 //! # Shapes
 //! Per-layer norms come back as `N` rows of 6 values, in [`LAYER_WEIGHTS`] order.
 
-use addnorm_nn::TransformerStack;
+use addnorm::nn::TransformerStack;
 use burn::module::{AutodiffModule, ModuleVisitor, Param};
 use burn::optim::GradientsParams;
 use burn::tensor::backend::AutodiffBackend;

@@ -1,6 +1,6 @@
 //! The axes of the study's grids: norm kinds by name, and lists parsed from the command line.
 
-use addnorm_nn::{NormConfig, Placement, TransformerStackConfig};
+use addnorm::nn::{NormConfig, Placement, TransformerStackConfig};
 use serde::{Deserialize, Serialize};
 
 /// A norm by the name the command line and reports use: `layer`, `rms`, `dyt`, `identity`.

@@ -13,7 +13,6 @@
 //! Tasks produce token batches `[batch, 2n + 1]`; the models map them to logits
 //! `[batch, 2n + 1, vocab]`.
 
-pub mod backend;
 pub mod cli;
 pub mod demo;
 pub mod error;

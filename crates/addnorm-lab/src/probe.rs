@@ -19,10 +19,9 @@
 
 use std::path::Path;
 
-use addnorm_kernels::NormBackend;
-use addnorm_nn::{Placement, TransformerStackConfig};
+use addnorm::NormAutodiffBackend;
+use addnorm::nn::{Placement, TransformerStackConfig};
 use burn::tensor::ElementConversion;
-use burn::tensor::backend::AutodiffBackend;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{LabError, write_json};
@@ -164,7 +163,7 @@ pub fn probe_one<B>(
     device: &B::Device,
 ) -> ProbeResult
 where
-    B: AutodiffBackend + NormBackend,
+    B: NormAutodiffBackend,
 {
     let model = crate::seeded::init_model::<B>(&config.model(placement, norm, depth), seed, device);
     let batch = config.task.training_batch(seed, 0, config.batch_size);
@@ -242,7 +241,7 @@ pub fn probe_pairs<B>(
     device: &B::Device,
 ) -> ProbeReport
 where
-    B: AutodiffBackend + NormBackend,
+    B: NormAutodiffBackend,
 {
     let cells: Vec<(Placement, NormKind, usize, u64)> = pairs
         .iter()
@@ -281,7 +280,7 @@ pub fn probe<B>(
     device: &B::Device,
 ) -> Result<ProbeReport, LabError>
 where
-    B: AutodiffBackend + NormBackend,
+    B: NormAutodiffBackend,
 {
     let pairs: Vec<(Placement, NormKind)> = config
         .placements

@@ -10,7 +10,7 @@
 
 use std::sync::Mutex;
 
-use addnorm_nn::{TransformerStack, TransformerStackConfig};
+use addnorm::nn::{TransformerStack, TransformerStackConfig};
 use burn::module::{Module, ModuleVisitor, Param};
 use burn::tensor::{Tensor, backend::Backend};
 use indicatif::{ProgressBar, ProgressStyle};

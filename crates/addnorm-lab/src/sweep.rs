@@ -21,9 +21,8 @@
 
 use std::path::Path;
 
-use addnorm_kernels::NormBackend;
-use addnorm_nn::Placement;
-use burn::tensor::backend::AutodiffBackend;
+use addnorm::NormAutodiffBackend;
+use addnorm::nn::Placement;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{LabError, read_json, write_json};
@@ -344,8 +343,7 @@ pub fn sweep<B>(
     device: &B::Device,
 ) -> Result<SweepReport, LabError>
 where
-    B: AutodiffBackend + NormBackend,
-    B::InnerBackend: NormBackend,
+    B: NormAutodiffBackend,
 {
     let mut grid = vec![];
     for &placement in &config.placements {

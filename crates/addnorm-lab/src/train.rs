@@ -27,13 +27,12 @@ use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use addnorm_kernels::NormBackend;
-use addnorm_nn::{TransformerStack, TransformerStackConfig};
+use addnorm::NormAutodiffBackend;
+use addnorm::nn::{TransformerStack, TransformerStackConfig};
 use burn::module::{AutodiffModule, Module};
 use burn::optim::{AdamWConfig, GradientsParams, Optimizer};
 use burn::record::{FullPrecisionSettings, NamedMpkFileRecorder, Recorder};
 use burn::tensor::ElementConversion;
-use burn::tensor::backend::AutodiffBackend;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::{Deserialize, Serialize};
 
@@ -222,8 +221,7 @@ fn evaluate<B>(
     step: usize,
 ) -> Evaluation
 where
-    B: AutodiffBackend + NormBackend,
-    B::InnerBackend: NormBackend,
+    B: NormAutodiffBackend,
 {
     let valid = model.valid();
     let device = valid.head.weight.device();
@@ -265,8 +263,7 @@ pub fn train<B>(
     device: &B::Device,
 ) -> Result<TrainSummary, LabError>
 where
-    B: AutodiffBackend + NormBackend,
-    B::InnerBackend: NormBackend,
+    B: NormAutodiffBackend,
 {
     std::fs::create_dir_all(out).map_err(io(out))?;
     write_json(&out.join("config.json"), config)?;

@@ -44,6 +44,8 @@
 
 pub mod block;
 pub mod norm;
+#[cfg(feature = "pytorch")]
+pub mod pytorch;
 
 pub use addnorm_kernels::{Centering, EpsilonPlacement, NormBackend, RowNormSpec, Variance};
 pub use block::{

@@ -1,9 +1,10 @@
-//! Fused GPU kernels in CubeCL, and [`NormBackend`] for every CubeCL backend (feature
-//! `wgpu`).
+//! Fused GPU kernels in CubeCL, and [`NormBackend`] for every CubeCL backend (features
+//! `wgpu`, `cuda`).
 //!
 //! - [`kernels`]: the `#[cube]` kernels (forward, backward, column sum of dγ/dβ partials).
 //! - [`launch`]: their host side on `CubeTensor`s: launch geometry and output allocation.
 //! - [`fusion`]: the same kernels as custom operations of Burn's fusion stream.
+//! - [`devices`]: how many devices a runtime sees, asked without initializing it.
 //!
 //! # Which backends
 //! - `CubeBackend<R, F, I, BT>` for any CubeCL runtime `R` (wgpu, CUDA, HIP, CPU-MLIR):
@@ -24,6 +25,7 @@
 //! - `x`: `[rows, n]`, any strides; γ, β: `[n]` or `[1]`
 //! - saved statistics `shift`, `rstd`: `[rows]`, f32
 
+pub mod devices;
 pub mod fusion;
 pub mod kernels;
 pub mod launch;

@@ -16,8 +16,9 @@ use serde::{Deserialize, Serialize};
 
 use super::linear::{projection, xavier_normal};
 
-/// The feed-forward nonlinearity.
+/// The feed-forward nonlinearity. New ones may be added, so matches need a wildcard arm.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
 pub enum Activation {
     /// GELU, the exact form `x·Φ(x) = ½x(1 + erf(x/√2))`, as PyTorch's `"gelu"`. Computed
     /// from `erf` so that its gradient is the exact one too: Burn 0.21's `gelu` pairs the

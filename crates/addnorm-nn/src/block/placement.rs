@@ -16,8 +16,10 @@
 
 use serde::{Deserialize, Serialize};
 
-/// The residual placement of the norms; see the [module docs](self) for the formulas.
+/// The residual placement of the norms; see the [module docs](self) for the formulas. New
+/// placements may be added, so matches need a wildcard arm.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
 pub enum Placement {
     /// `x ← Norm(x + F(x))`: the original Transformer (Post-LN).
     Post,

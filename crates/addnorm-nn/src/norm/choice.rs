@@ -42,7 +42,12 @@ use super::layer::{LayerNorm, LayerNormConfig};
 use super::rms::{RmsNorm, RmsNormConfig};
 
 /// Which normalization to build, with its options. See [`Norm`].
+///
+/// Each variant's config converts into it with `From`:
+/// `NormConfig::from(LayerNormConfig::new(vec![d]))`, or `.into()` where a `NormConfig` is
+/// expected. New kinds of norm may be added, so matches need a wildcard arm.
 #[derive(Config, Debug)]
+#[non_exhaustive]
 pub enum NormConfig {
     /// A [`LayerNorm`].
     Layer(LayerNormConfig),
@@ -142,8 +147,10 @@ impl NormConfig {
 #[derive(Module, Clone, Debug, Default)]
 pub struct Identity;
 
-/// A normalization chosen at run time from a [`NormConfig`].
+/// A normalization chosen at run time from a [`NormConfig`]. Each module converts into it
+/// with `From`. New kinds of norm may be added, so matches need a wildcard arm.
 #[derive(Module, Debug)]
+#[non_exhaustive]
 pub enum Norm<B: Backend> {
     /// Layer normalization.
     Layer(LayerNorm<B>),
@@ -174,5 +181,48 @@ impl<B: NormBackend> Norm<B> {
             Self::BurnLayer(m) => m.forward(x),
             Self::BurnRms(m) => m.forward(x),
         }
+    }
+}
+
+/// `From` impls: each config is a [`NormConfig`], each module a [`Norm`].
+macro_rules! into_variant {
+    ($($from:ty => $to:ident :: $variant:ident),* $(,)?) => {$(
+        impl From<$from> for $to {
+            fn from(value: $from) -> Self {
+                Self::$variant(value)
+            }
+        }
+    )*};
+}
+
+into_variant! {
+    LayerNormConfig => NormConfig::Layer,
+    RmsNormConfig => NormConfig::Rms,
+    DynamicTanhConfig => NormConfig::DynamicTanh,
+    burn::nn::LayerNormConfig => NormConfig::BurnLayer,
+    burn::nn::RmsNormConfig => NormConfig::BurnRms,
+}
+
+impl<B: Backend> From<LayerNorm<B>> for Norm<B> {
+    fn from(value: LayerNorm<B>) -> Self {
+        Self::Layer(value)
+    }
+}
+
+impl<B: Backend> From<RmsNorm<B>> for Norm<B> {
+    fn from(value: RmsNorm<B>) -> Self {
+        Self::Rms(value)
+    }
+}
+
+impl<B: Backend> From<DynamicTanh<B>> for Norm<B> {
+    fn from(value: DynamicTanh<B>) -> Self {
+        Self::DynamicTanh(value)
+    }
+}
+
+impl<B: Backend> From<Identity> for Norm<B> {
+    fn from(value: Identity) -> Self {
+        Self::Identity(value)
     }
 }

@@ -6,9 +6,10 @@
 //! cargo run --example backend_swap --features wgpu    # wgpu and ndarray, side by side
 //! ```
 //!
-//! The code is written once, generic over `B: AutodiffBackend + NormBackend`; the cargo
+//! The code is written once, generic over `B: NormAutodiffBackend`; the cargo
 //! features decide which backends exist ([`addnorm::backend::ENABLED`]) and which one is
-//! preferred ([`addnorm::backend::AutodiffBackend`], [`addnorm::backend::NAME`]).
+//! preferred ([`addnorm::backend::AutodiffBackend`], [`addnorm::backend::PREFERRED`]).
+//! A GPU backend without a device on this machine is skipped, with the reason.
 //!
 //! The weights are drawn once, on the preferred backend, and moved to the others as bytes
 //! through Burn's recorder: each backend's random generator draws different numbers from
@@ -18,11 +19,11 @@
 //! all parameters after it. With several backends, the largest relative difference from the
 //! first follows; f32 on different hardware agrees to about 1e-6.
 
-use addnorm::NormBackend;
-use addnorm::backend::{AutodiffBackend, ENABLED, NAME, device};
-use addnorm::lab::loss::masked_cross_entropy;
-use addnorm::lab::{Task, TaskKind};
+use addnorm::backend::{AutodiffBackend, ENABLED, Kind, PREFERRED, device};
 use addnorm::nn::{TransformerStack, TransformerStackConfig};
+use addnorm::{NormAutodiffBackend, NormBackend};
+use addnorm_lab::loss::masked_cross_entropy;
+use addnorm_lab::{Task, TaskKind};
 use burn::module::{Module, ModuleVisitor, Param};
 use burn::optim::{AdamWConfig, GradientsParams, Optimizer};
 use burn::record::{FullPrecisionSettings, NamedMpkBytesRecorder, Recorder};
@@ -89,22 +90,29 @@ where
     }
 }
 
-/// Runs [`one_step`] on the backend called `name`.
-fn on_backend(name: &str, weights: &[u8], config: &TransformerStackConfig, task: &Task) -> Outcome {
-    match name {
+/// Runs [`one_step`] on the backend `kind`.
+fn on_backend(kind: Kind, weights: &[u8], config: &TransformerStackConfig, task: &Task) -> Outcome {
+    match kind {
         #[cfg(feature = "ndarray")]
-        "ndarray" => one_step::<addnorm::backend::ndarray::AutodiffBackend>(
+        Kind::Ndarray => one_step::<addnorm::backend::ndarray::AutodiffBackend>(
             weights,
             config,
             task,
             &addnorm::backend::ndarray::device(),
         ),
         #[cfg(feature = "wgpu")]
-        "wgpu" => one_step::<addnorm::backend::wgpu::AutodiffBackend>(
+        Kind::Wgpu => one_step::<addnorm::backend::wgpu::AutodiffBackend>(
             weights,
             config,
             task,
             &addnorm::backend::wgpu::device(),
+        ),
+        #[cfg(feature = "cuda")]
+        Kind::Cuda => one_step::<addnorm::backend::cuda::AutodiffBackend>(
+            weights,
+            config,
+            task,
+            &addnorm::backend::cuda::device(),
         ),
         other => unreachable!("backend {other} is enabled but this example has no arm for it"),
     }
@@ -120,12 +128,12 @@ fn main() {
         .with_vocab_size(task.vocab_size())
         .with_max_seq_len(task.seq_len());
 
-    let model = addnorm::lab::seeded::init_model::<AutodiffBackend>(&config, 0, &device());
+    let model = addnorm_lab::seeded::init_model::<AutodiffBackend>(&config, 0, &device());
     let weights =
         Recorder::<AutodiffBackend>::record(&WeightBytes::default(), model.into_record(), ())
             .expect("a model records to bytes");
     println!(
-        "TransformerStack tiny ({} layers, d_model {}, {} placement), weights drawn on {NAME} \
+        "TransformerStack tiny ({} layers, d_model {}, {} placement), weights drawn on {PREFERRED} \
          with seed 0 ({} bytes); one AdamW step at lr {LEARNING_RATE} on a [16, {}] batch of {}",
         config.n_layers,
         config.d_model,
@@ -139,9 +147,16 @@ fn main() {
         "backend", "loss before", "loss after", "‖θ‖² after"
     );
 
-    let outcomes: Vec<(&str, Outcome)> = ENABLED
+    let outcomes: Vec<(Kind, Outcome)> = ENABLED
         .iter()
-        .map(|&name| (name, on_backend(name, &weights, &config, &task)))
+        .filter(|kind| match kind.check_available() {
+            Ok(()) => true,
+            Err(reason) => {
+                println!("skipped: {reason}");
+                false
+            }
+        })
+        .map(|&kind| (kind, on_backend(kind, &weights, &config, &task)))
         .collect();
     for (name, o) in &outcomes {
         println!(

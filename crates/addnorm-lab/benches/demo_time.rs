@@ -10,7 +10,7 @@
 
 use std::time::Instant;
 
-use addnorm::lab::demo::{DemoConfig, demo};
+use addnorm_lab::demo::{DemoConfig, demo};
 
 const BUDGET_SECONDS: f64 = 300.0;
 

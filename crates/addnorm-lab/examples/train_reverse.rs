@@ -35,13 +35,13 @@ use std::collections::{BTreeMap, HashMap};
 use std::io::IsTerminal;
 use std::sync::Arc;
 
-use addnorm::NormBackend;
 use addnorm::backend::{AutodiffBackend as Ad, Backend as Inner, device};
-use addnorm::lab::gradients::global_gradient_norm;
-use addnorm::lab::loss::{accuracy, masked_cross_entropy};
-use addnorm::lab::seeded::init_model;
-use addnorm::lab::task::{Batch, Task, TaskKind};
 use addnorm::nn::{TransformerStack, TransformerStackConfig};
+use addnorm::{NormAutodiffBackend, NormBackend};
+use addnorm_lab::gradients::global_gradient_norm;
+use addnorm_lab::loss::{accuracy, masked_cross_entropy};
+use addnorm_lab::seeded::init_model;
+use addnorm_lab::task::{Batch, Task, TaskKind};
 use burn::data::dataloader::DataLoaderBuilder;
 use burn::data::dataloader::batcher::Batcher;
 use burn::data::dataset::Dataset;
@@ -172,8 +172,7 @@ impl<B: NormBackend> ReverseModel<B> {
 
 impl<B> TrainStep for ReverseModel<B>
 where
-    B: AutodiffBackend + NormBackend,
-    B::InnerBackend: NormBackend,
+    B: NormAutodiffBackend,
 {
     type Input = ReverseBatch<B>;
     // On the inner backend, so that training and validation feed the same metrics.

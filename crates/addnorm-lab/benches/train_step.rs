@@ -20,12 +20,12 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use addnorm::lab::loss::masked_cross_entropy;
-use addnorm::lab::seeded::init_model;
-use addnorm::lab::task::{Task, TaskKind};
+use addnorm::kernels::composite::ForceComposite;
+use addnorm::kernels::cpu::fused_calls;
 use addnorm::nn::{NormConfig, TransformerStack, TransformerStackConfig};
-use addnorm_kernels::composite::ForceComposite;
-use addnorm_kernels::cpu::fused_calls;
+use addnorm_lab::loss::masked_cross_entropy;
+use addnorm_lab::seeded::init_model;
+use addnorm_lab::task::{Task, TaskKind};
 use burn::backend::{Autodiff, NdArray};
 use burn::optim::adaptor::OptimizerAdaptor;
 use burn::optim::{AdamW, AdamWConfig, GradientsParams, Optimizer};

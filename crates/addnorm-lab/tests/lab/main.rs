@@ -1,3 +1,4 @@
+#![cfg(feature = "ndarray")]
 //! The lab: a toy task learned in a bounded number of steps, the probe's depth slopes
 //! (Xiong et al. 2020, Theorem 1 and Lemma 2), exact resume from a checkpoint, a clean stop
 //! on a non-finite loss, the run directory's files, and the command line's exit codes.
@@ -10,11 +11,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use addnorm::backend::ndarray::{AutodiffBackend as B, device};
-use addnorm::lab::grid::NormKind;
-use addnorm::lab::loss::masked_cross_entropy;
-use addnorm::lab::probe::{ProbeConfig, probe};
-use addnorm::lab::{Task, TaskKind, TrainConfig, TrainOptions, TrainSummary, train};
 use addnorm::nn::{Placement, TransformerStack, TransformerStackConfig};
+use addnorm_lab::grid::NormKind;
+use addnorm_lab::loss::masked_cross_entropy;
+use addnorm_lab::probe::{ProbeConfig, probe};
+use addnorm_lab::{Task, TaskKind, TrainConfig, TrainOptions, TrainSummary, train};
 use burn::module::{AutodiffModule, Module};
 use burn::record::{FullPrecisionSettings, NamedMpkFileRecorder};
 use burn::tensor::ElementConversion;
@@ -100,14 +101,13 @@ fn checkpoint_validation_loss(config: &TrainConfig, out: &Path) -> (usize, f64) 
         serde_json::from_str(&read(&out.join("checkpoint.json"))).expect("checkpoint.json");
     let step = index["step"].as_u64().expect("a step") as usize;
     let dir = out.join(index["dir"].as_str().expect("a directory"));
-    let model: TransformerStack<B> =
-        addnorm::lab::seeded::init_model(&config.model, 999, &device())
-            .load_file(
-                dir.join("model"),
-                &NamedMpkFileRecorder::<FullPrecisionSettings>::new(),
-                &device(),
-            )
-            .unwrap_or_else(|e| panic!("{} does not load: {e}", dir.display()));
+    let model: TransformerStack<B> = addnorm_lab::seeded::init_model(&config.model, 999, &device())
+        .load_file(
+            dir.join("model"),
+            &NamedMpkFileRecorder::<FullPrecisionSettings>::new(),
+            &device(),
+        )
+        .unwrap_or_else(|e| panic!("{} does not load: {e}", dir.display()));
     let valid = model.valid();
     let validation = config
         .task
@@ -351,7 +351,7 @@ fn config_json_round_trips_and_metrics_csv_has_one_row_per_step() {
     config.weight_decay = 0.01;
     let dir = TempDir::new("files");
     let summary = run(&config, dir.path(), &TrainOptions::default());
-    for file in addnorm::lab::train::run_files(dir.path()) {
+    for file in addnorm_lab::train::run_files(dir.path()) {
         assert!(file.is_file(), "{} missing", file.display());
     }
 

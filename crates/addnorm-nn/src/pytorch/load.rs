@@ -1,0 +1,225 @@
+//! [`LoadPytorch`]: each module reads its parameters from a [`StateDict`] under PyTorch's
+//! names (the table is in the [module docs](super)).
+
+use burn::module::Param;
+use burn::nn::Linear;
+use burn::tensor::{Tensor, backend::Backend};
+
+use super::{PytorchLoadError, StateDict};
+use crate::block::{AddNorm, FeedForward, MultiHeadSelfAttention, Placement, TransformerBlock};
+use crate::norm::{DynamicTanh, LayerNorm, Norm, RmsNorm};
+
+/// A module whose parameters can be replaced by a PyTorch module's.
+pub trait LoadPytorch: Sized {
+    /// Returns this module with every parameter replaced by the tensor under
+    /// `prefix` + PyTorch's name for it (`prefix` is `""` at the top level, or ends with a
+    /// dot: `"encoder.layers.0."`). Parameter ids and `require_grad` are kept, so an
+    /// optimizer or a recorder treats the loaded module like the initialized one.
+    ///
+    /// # Errors
+    /// A missing key, a shape that differs from the parameter's, or a configuration with no
+    /// PyTorch counterpart. Nothing is returned half-loaded.
+    fn load_pytorch(self, state: &StateDict, prefix: &str) -> Result<Self, PytorchLoadError>;
+}
+
+/// `param` with its value replaced by `value`, keeping its id and `require_grad`.
+fn replace<B: Backend, const D: usize>(
+    param: Param<Tensor<B, D>>,
+    value: Tensor<B, D>,
+) -> Param<Tensor<B, D>> {
+    param.map(|old| {
+        let value = value.to_device(&old.device());
+        if old.is_require_grad() {
+            value.require_grad()
+        } else {
+            value
+        }
+    })
+}
+
+/// A `[n]` parameter from `key`.
+fn load_vector<B: Backend>(
+    param: Param<Tensor<B, 1>>,
+    state: &StateDict,
+    key: &str,
+) -> Result<Param<Tensor<B, 1>>, PytorchLoadError> {
+    let value = state.tensor::<B, 1>(key, [param.shape()[0]], &param.device())?;
+    Ok(replace(param, value))
+}
+
+/// γ from `{prefix}weight` and β from `{prefix}bias`, for the ones the module has.
+type Affine<B> = (Option<Param<Tensor<B, 1>>>, Option<Param<Tensor<B, 1>>>);
+
+fn load_affine<B: Backend>(
+    (gamma, beta): Affine<B>,
+    state: &StateDict,
+    prefix: &str,
+) -> Result<Affine<B>, PytorchLoadError> {
+    let gamma = gamma
+        .map(|g| load_vector(g, state, &format!("{prefix}weight")))
+        .transpose()?;
+    let beta = beta
+        .map(|b| load_vector(b, state, &format!("{prefix}bias")))
+        .transpose()?;
+    Ok((gamma, beta))
+}
+
+impl<B: Backend> LoadPytorch for LayerNorm<B> {
+    fn load_pytorch(mut self, state: &StateDict, prefix: &str) -> Result<Self, PytorchLoadError> {
+        (self.gamma, self.beta) = load_affine((self.gamma, self.beta), state, prefix)?;
+        Ok(self)
+    }
+}
+
+impl<B: Backend> LoadPytorch for RmsNorm<B> {
+    fn load_pytorch(mut self, state: &StateDict, prefix: &str) -> Result<Self, PytorchLoadError> {
+        (self.gamma, self.beta) = load_affine((self.gamma, self.beta), state, prefix)?;
+        Ok(self)
+    }
+}
+
+impl<B: Backend> LoadPytorch for DynamicTanh<B> {
+    fn load_pytorch(mut self, state: &StateDict, prefix: &str) -> Result<Self, PytorchLoadError> {
+        self.alpha = load_vector(self.alpha, state, &format!("{prefix}alpha"))?;
+        (self.gamma, self.beta) = load_affine((self.gamma, self.beta), state, prefix)?;
+        Ok(self)
+    }
+}
+
+impl<B: Backend> LoadPytorch for Norm<B> {
+    fn load_pytorch(self, state: &StateDict, prefix: &str) -> Result<Self, PytorchLoadError> {
+        Ok(match self {
+            Self::Layer(m) => Self::Layer(m.load_pytorch(state, prefix)?),
+            Self::Rms(m) => Self::Rms(m.load_pytorch(state, prefix)?),
+            Self::DynamicTanh(m) => Self::DynamicTanh(m.load_pytorch(state, prefix)?),
+            Self::Identity(m) => Self::Identity(m),
+            Self::BurnLayer(_) | Self::BurnRms(_) => {
+                return Err(PytorchLoadError::Unsupported(format!(
+                    "{prefix}: Burn's own norms load through burn-store's PytorchStore, not here"
+                )));
+            }
+        })
+    }
+}
+
+impl<B: Backend> LoadPytorch for Linear<B> {
+    /// PyTorch's `weight` is `[out, in]`; Burn's is `[in, out]`.
+    fn load_pytorch(self, state: &StateDict, prefix: &str) -> Result<Self, PytorchLoadError> {
+        let [d_in, d_out] = self.weight.shape().dims();
+        let weight = state.tensor::<B, 2>(
+            &format!("{prefix}weight"),
+            [d_out, d_in],
+            &self.weight.device(),
+        )?;
+        let weight = replace(self.weight, weight.transpose());
+        let bias = self
+            .bias
+            .map(|b| load_vector(b, state, &format!("{prefix}bias")))
+            .transpose()?;
+        Ok(Self { weight, bias })
+    }
+}
+
+/// The three `[d, d]` (Burn layout) blocks of `in_proj_weight` and `[d]` blocks of
+/// `in_proj_bias`, for W^Q, W^K and W^V in this order.
+fn split_in_projection<B: Backend>(
+    linears: [Linear<B>; 3],
+    state: &StateDict,
+    prefix: &str,
+) -> Result<[Linear<B>; 3], PytorchLoadError> {
+    let d = linears[0].weight.shape()[0];
+    let device = linears[0].weight.device();
+    let weight = state.tensor::<B, 2>(&format!("{prefix}in_proj_weight"), [3 * d, d], &device)?;
+    let has_bias = linears.iter().all(|l| l.bias.is_some());
+    let bias = has_bias
+        .then(|| state.tensor::<B, 1>(&format!("{prefix}in_proj_bias"), [3 * d], &device))
+        .transpose()?;
+    let mut i = 0;
+    Ok(linears.map(|linear| {
+        let rows = i * d..(i + 1) * d;
+        i += 1;
+        let w = weight.clone().slice([rows.clone(), 0..d]).transpose();
+        Linear {
+            weight: replace(linear.weight, w),
+            bias: linear
+                .bias
+                .zip(bias.clone())
+                .map(|(param, b)| replace(param, b.slice([rows]))),
+        }
+    }))
+}
+
+impl<B: Backend> LoadPytorch for MultiHeadSelfAttention<B> {
+    /// `nn.MultiheadAttention`'s packed `in_proj_weight` (rows W^Q, W^K, W^V) and
+    /// `out_proj`. QK-norm has no counterpart there and is refused.
+    fn load_pytorch(self, state: &StateDict, prefix: &str) -> Result<Self, PytorchLoadError> {
+        if self.qk_norm.is_some() {
+            return Err(PytorchLoadError::Unsupported(format!(
+                "{prefix}: nn.MultiheadAttention has no QK-norm; build the attention without it"
+            )));
+        }
+        let mut attention = self;
+        [attention.query, attention.key, attention.value] = split_in_projection(
+            [attention.query, attention.key, attention.value],
+            state,
+            prefix,
+        )?;
+        attention.output = attention
+            .output
+            .load_pytorch(state, &format!("{prefix}out_proj."))?;
+        Ok(attention)
+    }
+}
+
+/// The norm `nn.TransformerEncoderLayer` calls `norm{index}` in this residual connection:
+/// after the sum (Post) or on the sublayer's input (Pre).
+fn load_residual<B: Backend>(
+    residual: AddNorm<B>,
+    state: &StateDict,
+    key: &str,
+) -> Result<AddNorm<B>, PytorchLoadError> {
+    let load = |norm: Option<Norm<B>>| norm.map(|n| n.load_pytorch(state, key)).transpose();
+    let mut residual = residual;
+    match residual.placement() {
+        Placement::Post => residual.sum_norm = load(residual.sum_norm)?,
+        Placement::Pre => residual.input_norm = load(residual.input_norm)?,
+        other => {
+            return Err(PytorchLoadError::Unsupported(format!(
+                "{key}: nn.TransformerEncoderLayer is Post-LN or Pre-LN (norm_first); \
+                 this block is {other}"
+            )));
+        }
+    }
+    Ok(residual)
+}
+
+impl<B: Backend> LoadPytorch for TransformerBlock<B> {
+    /// `nn.TransformerEncoderLayer`'s names; the block must be `Post` (`norm_first=False`)
+    /// or `Pre` (`norm_first=True`).
+    fn load_pytorch(self, state: &StateDict, prefix: &str) -> Result<Self, PytorchLoadError> {
+        let mut block = self;
+        let key = |name: &str| format!("{prefix}{name}.");
+        block.attention_residual = load_residual(block.attention_residual, state, &key("norm1"))?;
+        block.feed_forward_residual =
+            load_residual(block.feed_forward_residual, state, &key("norm2"))?;
+        block.attention = block.attention.load_pytorch(state, &key("self_attn"))?;
+        block.feed_forward = load_feed_forward(block.feed_forward, state, prefix)?;
+        Ok(block)
+    }
+}
+
+/// `linear1` and `linear2` sit directly in `nn.TransformerEncoderLayer`, not in a
+/// feed-forward submodule.
+fn load_feed_forward<B: Backend>(
+    mut feed_forward: FeedForward<B>,
+    state: &StateDict,
+    prefix: &str,
+) -> Result<FeedForward<B>, PytorchLoadError> {
+    feed_forward.inner = feed_forward
+        .inner
+        .load_pytorch(state, &format!("{prefix}linear1."))?;
+    feed_forward.outer = feed_forward
+        .outer
+        .load_pytorch(state, &format!("{prefix}linear2."))?;
+    Ok(feed_forward)
+}

@@ -1,0 +1,48 @@
+//! Loading PyTorch weights into addnorm's modules (feature `pytorch`).
+//!
+//! A model ported from PyTorch keeps its trained weights: save them with
+//! `torch.save(model.state_dict(), "model.pt")`, read the file with [`StateDict::from_file`]
+//! (Burn's own PyTorch reader, burn-store), and hand it to [`LoadPytorch::load_pytorch`] with
+//! the module's key prefix. Each module reads PyTorch's names for its parameters:
+//!
+//! | module | keys under `prefix` | PyTorch module |
+//! |---|---|---|
+//! | [`LayerNorm`](crate::LayerNorm), [`RmsNorm`](crate::RmsNorm) | `weight`, `bias` | `nn.LayerNorm`, `nn.RMSNorm` |
+//! | [`DynamicTanh`](crate::DynamicTanh) | `alpha`, `weight`, `bias` | the DyT paper's module |
+//! | `burn::nn::Linear` | `weight` `[out, in]` (transposed to Burn's `[in, out]`), `bias` | `nn.Linear` |
+//! | [`MultiHeadSelfAttention`](crate::MultiHeadSelfAttention) | `in_proj_weight` `[3d, d]`, `in_proj_bias`, `out_proj.{weight,bias}` | `nn.MultiheadAttention` |
+//! | [`TransformerBlock`](crate::TransformerBlock) (`Post`, `Pre`) | `self_attn.…`, `linear1.…`, `linear2.…`, `norm1.…`, `norm2.…` | `nn.TransformerEncoderLayer(norm_first=False / True)` |
+//!
+//! Every tensor's shape is checked against the module's parameter, and a missing key or a
+//! wrong shape is an error that names the key: nothing is loaded half-way silently. The
+//! configuration (widths, ε, activation, placement) is the caller's to match, as with
+//! PyTorch's `load_state_dict`.
+//!
+//! ```no_run
+//! use addnorm_nn::pytorch::{LoadPytorch, StateDict};
+//! use addnorm_nn::{NormConfig, LayerNormConfig, Placement, TransformerBlockConfig};
+//!
+//! type B = burn::backend::NdArray;
+//! let device = Default::default();
+//! // torch.nn.TransformerEncoderLayer(64, 4, 256, norm_first=True), saved with
+//! // torch.save(model.state_dict(), "encoder.pt"); its first layer has keys "layers.0.…".
+//! let state = StateDict::from_file("encoder.pt")?;
+//! let block = TransformerBlockConfig::new(64, 4, 256)
+//!     .with_placement(Placement::Pre)
+//!     .with_norm(NormConfig::Layer(LayerNormConfig::new(vec![64])))
+//!     .init::<B>(&device)
+//!     .load_pytorch(&state, "layers.0.")?;
+//! # Ok::<(), addnorm_nn::pytorch::PytorchLoadError>(())
+//! ```
+//!
+//! # Shapes
+//! PyTorch's: `Linear.weight` `[out, in]`, `in_proj_weight` `[3·d_model, d_model]` (rows:
+//! W^Q, W^K, W^V), norm parameters `[normalized elements]` (`[1]` for `Affine::Scalar`).
+
+mod error;
+mod load;
+mod state_dict;
+
+pub use error::PytorchLoadError;
+pub use load::LoadPytorch;
+pub use state_dict::StateDict;

@@ -1,0 +1,160 @@
+//! Loading PyTorch checkpoints (`addnorm::nn::pytorch`): `torch.save`d state dicts of
+//! `nn.LayerNorm`, `nn.RMSNorm`, a Post-LN `nn.TransformerEncoderLayer` and a two-layer
+//! Pre-LN `nn.TransformerEncoder` load into our modules, whose outputs then match PyTorch's
+//! (float64 truth, made by `tests/fixtures/make_pytorch_weights.py`). Wrong files, keys and
+//! shapes are errors that name them.
+
+use addnorm::nn::pytorch::{LoadPytorch, PytorchLoadError, StateDict};
+use addnorm::nn::{
+    Activation, LayerNormConfig, NormConfig, Placement, RmsNormConfig, TransformerBlock,
+    TransformerBlockConfig,
+};
+use burn::tensor::Tensor;
+use serde::Deserialize;
+
+use crate::common::{assert_close, tensor, values};
+use crate::on_every_backend;
+
+#[derive(Deserialize)]
+struct Outputs {
+    d_model: usize,
+    n_heads: usize,
+    d_ff: usize,
+    cases: Vec<Case>,
+}
+
+#[derive(Deserialize)]
+struct Case {
+    name: String,
+    shape: Vec<usize>,
+    x: Vec<f64>,
+    y: Vec<f64>,
+}
+
+fn outputs() -> Outputs {
+    serde_json::from_str(include_str!("../fixtures/pytorch/outputs.json")).unwrap()
+}
+
+fn fixture(name: &str) -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/fixtures/pytorch/{name}"))
+}
+
+fn case<'a>(outputs: &'a Outputs, name: &str) -> &'a Case {
+    outputs.cases.iter().find(|c| c.name == name).unwrap()
+}
+
+fn block<B: addnorm::NormBackend>(
+    o: &Outputs,
+    placement: Placement,
+    activation: Activation,
+    device: &B::Device,
+) -> TransformerBlock<B> {
+    TransformerBlockConfig::new(o.d_model, o.n_heads, o.d_ff)
+        .with_placement(placement)
+        .with_norm(LayerNormConfig::new(vec![o.d_model]).into())
+        .with_activation(activation)
+        .init(device)
+}
+
+on_every_backend! {
+    /// nn.LayerNorm and nn.RMSNorm (the latter saved under "model_state_dict"): loaded γ/β
+    /// reproduce PyTorch's output within 1e-5 of its scale.
+    fn norms_load_torch_weights_and_match_its_output<B>(device) {
+        let o = outputs();
+        let c = case(&o, "layer_norm");
+        let state = StateDict::from_file(fixture("layer_norm.pt")).unwrap();
+        assert_eq!(state.keys(), ["bias", "weight"]);
+        let norm = LayerNormConfig::new(vec![6]).init::<B>(device).load_pytorch(&state, "").unwrap();
+        let y = norm.forward(tensor::<B, 3>(&c.x, [2, 3, 6], device));
+        assert_close("layer_norm", &values(y), &c.y, 1e-5);
+
+        let c = case(&o, "rms_norm");
+        let state = StateDict::from_file_under(fixture("rms_norm.pt"), "model_state_dict").unwrap();
+        let norm = RmsNormConfig::new(vec![6]).init::<B>(device).load_pytorch(&state, "").unwrap();
+        let y = norm.forward(tensor::<B, 3>(&c.x, [2, 3, 6], device));
+        assert_close("rms_norm", &values(y), &c.y, 1e-5);
+    }
+
+    /// A Post-LN ReLU nn.TransformerEncoderLayer, and the two Pre-LN GELU layers of an
+    /// nn.TransformerEncoder loaded by prefix ("layers.0.", "layers.1.") and run in turn:
+    /// outputs within 1e-4 of their scale, under a causal mask.
+    fn transformer_blocks_load_torch_encoder_layers_and_match_their_output<B>(device) {
+        let o = outputs();
+        let c = case(&o, "encoder_post");
+        let shape = [c.shape[0], c.shape[1], c.shape[2]];
+        let state = StateDict::from_file(fixture("encoder_post.pt")).unwrap();
+        let post = block::<B>(&o, Placement::Post, Activation::Relu, device)
+            .load_pytorch(&state, "")
+            .unwrap();
+        let y = post.forward(tensor::<B, 3>(&c.x, shape, device));
+        assert_close("encoder_post", &values(y), &c.y, 1e-4);
+
+        let c = case(&o, "encoder_pre");
+        let state = StateDict::from_file(fixture("encoder_pre.pt")).unwrap();
+        let mut x: Tensor<B, 3> = tensor(&c.x, shape, device);
+        for layer in 0..2 {
+            let pre = block::<B>(&o, Placement::Pre, Activation::Gelu, device)
+                .load_pytorch(&state, &format!("layers.{layer}."))
+                .unwrap();
+            x = pre.forward(x);
+        }
+        assert_close("encoder_pre", &values(x), &c.y, 1e-4);
+    }
+}
+
+/// Loading keeps each parameter's id, so optimizer state and records still line up.
+#[test]
+fn loading_keeps_parameter_ids() {
+    type B = addnorm::backend::ndarray::Backend;
+    let device = addnorm::backend::ndarray::device();
+    let state = StateDict::from_file(fixture("layer_norm.pt")).unwrap();
+    let norm = LayerNormConfig::new(vec![6]).init::<B>(&device);
+    let id = norm.gamma.as_ref().unwrap().id;
+    let loaded = norm.load_pytorch(&state, "").unwrap();
+    assert_eq!(loaded.gamma.as_ref().unwrap().id, id);
+}
+
+#[test]
+fn missing_keys_wrong_shapes_wrong_placements_and_bad_files_are_named_errors() {
+    type B = addnorm::backend::ndarray::Backend;
+    let device = addnorm::backend::ndarray::device();
+    let o = outputs();
+    let state = StateDict::from_file(fixture("encoder_post.pt")).unwrap();
+    let message = |e: PytorchLoadError| e.to_string();
+
+    let wrong_width = LayerNormConfig::new(vec![5]).init::<B>(&device);
+    let err = message(wrong_width.load_pytorch(&state, "norm1.").unwrap_err());
+    assert!(
+        err.contains("norm1.weight") && err.contains("[5]") && err.contains("[8]"),
+        "{err}"
+    );
+
+    let err = message(
+        block::<B>(&o, Placement::Post, Activation::Relu, &device)
+            .load_pytorch(&state, "layers.0.")
+            .unwrap_err(),
+    );
+    assert!(
+        err.contains("layers.0.norm1.weight") && err.contains("not in the state dict"),
+        "{err}"
+    );
+
+    let err = message(
+        block::<B>(&o, Placement::Peri, Activation::Relu, &device)
+            .load_pytorch(&state, "")
+            .unwrap_err(),
+    );
+    assert!(
+        err.contains("Post-LN or Pre-LN") && err.contains("peri"),
+        "{err}"
+    );
+
+    let err = message(StateDict::from_file(fixture("outputs.json")).unwrap_err());
+    assert!(
+        err.contains("outputs.json") && err.contains("not a readable PyTorch file"),
+        "{err}"
+    );
+
+    let rms: NormConfig = RmsNormConfig::new(vec![8]).into();
+    assert!(matches!(rms, NormConfig::Rms(_)));
+}
