@@ -649,3 +649,40 @@ fn cli_rejects_an_unwritable_out() {
     }
     assert_eq!(read(file.path()), "a regular file");
 }
+
+/// With the Vulkan loader pointed at no driver, `--backend wgpu` exits with code 2 before
+/// any work, naming the missing driver, instead of panicking in Burn's device thread.
+#[cfg(feature = "wgpu")]
+#[test]
+fn cli_wgpu_without_a_driver_exits_2_and_names_the_driver() {
+    let dir = TempDir::new("cli-no-driver");
+    let out = dir.path().to_str().unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_addnorm"))
+        .args(["train", "--backend", "wgpu", "--steps", "1", "--out", out])
+        .env("VK_ICD_FILENAMES", "/nonexistent/icd.json")
+        .env("VK_DRIVER_FILES", "/nonexistent/icd.json")
+        .output()
+        .expect("run the addnorm binary");
+    let message = stderr(&output);
+    assert_eq!(output.status.code(), Some(2), "stderr: {message}");
+    assert!(
+        message.contains("no GPU adapter found") && message.contains("mesa-vulkan-drivers"),
+        "the message should name the missing driver: {message}"
+    );
+    assert!(!message.contains("panicked"), "{message}");
+    assert!(!dir.path().exists(), "wrote {out}");
+}
+
+/// A backend this build does not have is refused by name, with the feature that adds it.
+#[cfg(not(feature = "cuda"))]
+#[test]
+fn cli_rejects_a_backend_that_is_not_compiled_in() {
+    let dir = TempDir::new("cli-no-cuda");
+    let out = dir.path();
+    assert_rejected(
+        &["train", "--backend", "cuda", "--out", out.to_str().unwrap()],
+        out,
+        "--backend",
+        "--features cuda",
+    );
+}
