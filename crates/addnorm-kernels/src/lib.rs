@@ -11,6 +11,8 @@
 //! - `cube` (feature `wgpu`): the fused CubeCL kernels used by `CubeBackend` (wgpu, CUDA,
 //!   HIP) and by `Fusion<CubeBackend>`, Burn's default wgpu type.
 //! - [`autodiff`]: `NormBackend` for `Autodiff<B>`, with the fused kernels' backward node.
+//! - [`attention`]: fused (causal) multi-head attention with an analytic backward, the
+//!   [`AttentionBackend`] extension that `NormBackend` requires.
 //!
 //! # Formula
 //! Every LayerNorm / RMSNorm variant is `y = (x − μ) / D(σ², ε) · γ + β` on the rows of a
@@ -22,6 +24,7 @@
 //! - `gamma`, `beta`: `[n]` or `[1]`
 //! - output: `[rows, n]`
 
+pub mod attention;
 pub mod autodiff;
 pub mod backend;
 pub mod composite;
@@ -31,5 +34,6 @@ pub mod cube;
 pub mod fused;
 pub mod spec;
 
+pub use attention::AttentionBackend;
 pub use backend::NormBackend;
 pub use spec::{Centering, EpsilonPlacement, RowNormSpec, Variance};

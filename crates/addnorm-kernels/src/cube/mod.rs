@@ -35,6 +35,16 @@ use crate::backend::NormBackend;
 use crate::fused::{FusedNormForward, FusedNormGrads, RowStatistics};
 use crate::spec::RowNormSpec;
 
+/// Attention takes the composite path on CubeCL backends (no CubeCL attention kernel yet).
+impl<R, F, I, BT> crate::attention::AttentionBackend for CubeBackend<R, F, I, BT>
+where
+    R: CubeRuntime,
+    F: FloatElement,
+    I: IntElement,
+    BT: BoolElement,
+{
+}
+
 impl<R, F, I, BT> NormBackend for CubeBackend<R, F, I, BT>
 where
     R: CubeRuntime,
