@@ -39,9 +39,10 @@ pub fn exp_f32(t: f32) -> f32 {
         clamped
     };
     let e = exp_reduced(clamped);
-    // A bitwise select rather than `if`, which LLVM would keep as a branch.
-    let keep = 0_u32.wrapping_sub(u32::from(!(t < FLUSH_BELOW)));
-    f32::from_bits(e.to_bits() & keep)
+    // A bitwise select rather than `if`, which LLVM would keep as a branch. NaN fails
+    // the comparison, so it is kept (and propagates).
+    let flush = 0_u32.wrapping_sub(u32::from(t < FLUSH_BELOW));
+    f32::from_bits(e.to_bits() & !flush)
 }
 
 /// `e^t` for `t` in `[−87, 88]`: `2^k · Q(r)` with `r` in `[−ln2/2, ln2/2]`.

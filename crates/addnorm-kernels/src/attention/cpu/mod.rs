@@ -218,7 +218,7 @@ impl<E> Shared<E> {
 /// Runs `task` on every item, in parallel when the call carries at least
 /// [`SERIAL_BELOW_FLOPS`] multiply-adds (`flops_per_item` each, roughly), and combines the
 /// results with `combine`. `scratch` makes each worker's reusable buffer.
-fn run_tasks<T: Sync, R: Send, S>(
+fn run_tasks<T: Sync, R, S>(
     items: &[T],
     flops_per_item: usize,
     scratch: impl Fn() -> S + Sync + Send,
