@@ -7,6 +7,7 @@
 //! cargo bench --bench train_step
 //! cargo bench --bench train_step -- --steps 60     # repetitions per model (default 40)
 //! cargo bench --bench train_step -- --no-torch     # without the PyTorch column
+//! cargo bench --bench train_step -- --model T128 --fused-only --no-torch   # to profile
 //! ```
 //!
 //! The torch column is the same model written in PyTorch (`benches/torch_train_step.py`:
@@ -185,6 +186,7 @@ fn compare(
     config: &TransformerStackConfig,
     batches: Batches,
     steps: usize,
+    fused_only: bool,
 ) -> (Duration, Duration, Duration) {
     let mut fused = Trainer::new(config, batches);
     let mut composite = Trainer::new(config, batches);
@@ -210,6 +212,14 @@ fn compare(
         );
         time
     };
+    if fused_only {
+        let times = (0..WARMUP_STEPS + steps.max(1))
+            .map(|_| fused_step(&mut fused))
+            .skip(WARMUP_STEPS)
+            .collect();
+        let time = median(times);
+        return (time, Duration::ZERO, Duration::ZERO);
+    }
     for _ in 0..WARMUP_STEPS {
         fused_step(&mut fused);
         composite_step(&mut composite);
@@ -278,6 +288,12 @@ fn main() {
             },
         ),
     ];
+    // For profiling one model's fused step: `-- --model T128 --fused-only --no-torch`.
+    let only_model = args
+        .iter()
+        .position(|a| a == "--model")
+        .and_then(|i| args.get(i + 1));
+    let fused_only = args.iter().any(|a| a == "--fused-only");
     let torch = if args.iter().any(|a| a == "--no-torch") {
         vec![]
     } else {
@@ -313,8 +329,12 @@ fn main() {
         "torch/fused"
     );
     for (name, base, batches) in models {
+        if only_model.is_some_and(|m| !name.contains(m.as_str())) {
+            continue;
+        }
         let config = model_config(base, batches);
-        let (fused, composite, burn_nn) = compare(&config, batches, batches.steps(steps));
+        let (fused, composite, burn_nn) =
+            compare(&config, batches, batches.steps(steps), fused_only);
         let torch_ms = torch
             .iter()
             .find(|(model, _)| model == name)
