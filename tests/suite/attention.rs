@@ -204,6 +204,37 @@ on_every_backend! {
         }
     }
 
+    /// Q, K, V that are column slices of one wider tensor (as a fused QKV projection would
+    /// give) agree with contiguous copies, and their gradients land in the right columns.
+    fn column_slices_agree_with_contiguous_copies<B>(device) {
+        let inputs = Inputs::random([2, 17, 16], 2, true, 8);
+        let contiguous = pass::<B>(&inputs, device);
+        let [batch, seq, d_model] = inputs.shape;
+        let mut packed = vec![0.0; batch * seq * 3 * d_model];
+        for row in 0..batch * seq {
+            for (part, values) in inputs.qkv_dout[..3].iter().enumerate() {
+                let to = row * 3 * d_model + part * d_model;
+                packed[to..to + d_model].copy_from_slice(&values[row * d_model..(row + 1) * d_model]);
+            }
+        }
+        let leaf = tensor::<B, 3>(&packed, [batch, seq, 3 * d_model], device).require_grad();
+        let [q, k, v] = [0, 1, 2].map(|part| leaf.clone().narrow(2, part * d_model, d_model));
+        let dout = tensor::<B, 3>(&inputs.qkv_dout[3], inputs.shape, device);
+        let output = attention(q, k, v, inputs.spec);
+        let grads = (output.clone() * dout).sum().backward();
+        assert_close("O from slices", &values(output), &contiguous.output, 1e-6);
+        let grad = values(leaf.grad(&grads).expect("a gradient"));
+        for (part, expected) in contiguous.grads.iter().enumerate() {
+            let got: Vec<f64> = (0..batch * seq)
+                .flat_map(|row| {
+                    let from = row * 3 * d_model + part * d_model;
+                    grad[from..from + d_model].to_vec()
+                })
+                .collect();
+            assert_close(&format!("gradient of slice {part}"), &got, expected, 1e-6);
+        }
+    }
+
     /// A query that sees a single key (causal row 0; T = 1) copies that key's value and
     /// sends no gradient to its query or key (the softmax of one logit is constant).
     fn a_single_visible_key_copies_its_value<B>(device) {
