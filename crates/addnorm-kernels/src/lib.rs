@@ -17,12 +17,14 @@
 //! # Formula
 //! Every LayerNorm / RMSNorm variant is `y = (x − μ) / D(σ², ε) · γ + β` on the rows of a
 //! `[rows, n]` matrix, with the centring, divisor and ε placement given by [`RowNormSpec`];
-//! DyT is `y = γ·tanh(α·x) + β`.
+//! DyT is `y = γ·tanh(α·x) + β`. Attention is `O_h = softmax(scale·Q_h·K_hᵀ + causal
+//! mask)·V_h` per head ([`attention`]).
 //!
 //! # Shapes
 //! - `x`: `[rows, n]` (modules flatten their leading and normalized dimensions into these)
 //! - `gamma`, `beta`: `[n]` or `[1]`
 //! - output: `[rows, n]`
+//! - attention: `q`, `k`, `v`, output `[batch, T, d_model]`, heads read in place
 
 pub mod attention;
 pub mod autodiff;
