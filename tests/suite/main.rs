@@ -4,6 +4,7 @@
 //! instantiated by [`on_every_backend!`] for every backend this build enables, so
 //! `cargo test --features wgpu` runs each of them on both ndarray and wgpu.
 
+mod attention;
 mod block_parity;
 mod block_placements;
 mod block_stack;

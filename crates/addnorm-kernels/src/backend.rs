@@ -45,7 +45,8 @@
 //! feature, with the fused CubeCL kernels of `crate::cube`) and `Autodiff<B>` for any
 //! `B: NormBackend` (which records one [fused backward node](crate::autodiff) when `B` has
 //! fused kernels). For a backend of your own, add
-//! `impl addnorm_kernels::NormBackend for MyBackend {}`.
+//! `impl addnorm_kernels::NormBackend for MyBackend {}` and
+//! `impl addnorm_kernels::AttentionBackend for MyBackend {}`.
 //!
 //! # Fused kernels
 //! A backend with fused kernels overrides [`NormBackend::fused_norm_rows`] and
@@ -55,6 +56,7 @@
 use burn::tensor::ops::FloatTensor;
 use burn::tensor::{Shape, Tensor, TensorPrimitive, backend::Backend};
 
+use crate::attention::AttentionBackend;
 use crate::fused::{
     FusedDynamicTanhGrads, FusedNormForward, FusedNormGrads, RowStatistics, try_fused_forward,
 };
@@ -66,7 +68,10 @@ fn tensor<B: Backend, const D: usize>(primitive: FloatTensor<B>) -> Tensor<B, D>
 }
 
 /// The backend operations addnorm's norms are made of. See the [module docs](self).
-pub trait NormBackend: Backend {
+///
+/// It requires [`AttentionBackend`] so that every `B: NormBackend` bound also covers
+/// addnorm's attention (see [`crate::attention::backend`] for why).
+pub trait NormBackend: AttentionBackend {
     /// Normalizes each row of `x: [rows, n]` as `spec` describes, then applies `y·γ + β`
     /// with `gamma`, `beta` of shape `[n]` or `[1]`.
     ///

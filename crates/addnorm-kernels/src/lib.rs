@@ -13,17 +13,22 @@
 //!   with Burn's default features.
 //! - [`autodiff`]: `NormBackend` for `Autodiff<B>`, with the fused kernels' backward node.
 //! - [`training`]: [`NormAutodiffBackend`], the one bound generic training code needs.
+//! - [`attention`]: fused (causal) multi-head attention with an analytic backward, the
+//!   [`AttentionBackend`] extension that `NormBackend` requires.
 //!
 //! # Formula
 //! Every LayerNorm / RMSNorm variant is `y = (x − μ) / D(σ², ε) · γ + β` on the rows of a
 //! `[rows, n]` matrix, with the centring, divisor and ε placement given by [`RowNormSpec`];
-//! DyT is `y = γ·tanh(α·x) + β`.
+//! DyT is `y = γ·tanh(α·x) + β`. Attention is `O_h = softmax(scale·Q_h·K_hᵀ + causal
+//! mask)·V_h` per head ([`attention`]).
 //!
 //! # Shapes
 //! - `x`: `[rows, n]` (modules flatten their leading and normalized dimensions into these)
 //! - `gamma`, `beta`: `[n]` or `[1]`
 //! - output: `[rows, n]`
+//! - attention: `q`, `k`, `v`, output `[batch, T, d_model]`, heads read in place
 
+pub mod attention;
 pub mod autodiff;
 pub mod backend;
 pub mod composite;
@@ -34,6 +39,7 @@ pub mod fused;
 pub mod spec;
 pub mod training;
 
+pub use attention::AttentionBackend;
 pub use backend::NormBackend;
 pub use spec::{Centering, EpsilonPlacement, RowNormSpec, Variance};
 pub use training::NormAutodiffBackend;

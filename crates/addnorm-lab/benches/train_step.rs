@@ -6,7 +6,14 @@
 //! ```text
 //! cargo bench --bench train_step
 //! cargo bench --bench train_step -- --steps 60     # repetitions per model (default 40)
+//! cargo bench --bench train_step -- --no-torch     # without the PyTorch column
+//! cargo bench --bench train_step -- --model T128 --fused-only --no-torch   # to profile
 //! ```
+//!
+//! The torch column is the same model written in PyTorch (`crates/addnorm-lab/benches/torch_train_step.py`:
+//! Pre-LN, SDPA attention, exact GELU, AdamW, masked cross-entropy), run as a child process
+//! with the same thread count before the Rust variants; torch / fused above 1 means addnorm
+//! is faster.
 //!
 //! A step is what `addnorm train` does per batch: forward, masked cross-entropy, backward,
 //! `GradientsParams`, AdamW step. Both variants start from the same seeded weights and
@@ -29,7 +36,7 @@ use addnorm_lab::task::{Task, TaskKind};
 use burn::backend::{Autodiff, NdArray};
 use burn::optim::adaptor::OptimizerAdaptor;
 use burn::optim::{AdamW, AdamWConfig, GradientsParams, Optimizer};
-use burn::tensor::{Int, Tensor};
+use burn::tensor::{Int, Tensor, TensorData};
 
 type Ad = Autodiff<NdArray<f32>>;
 
@@ -55,16 +62,13 @@ struct Trainer {
 }
 
 impl Trainer {
-    fn new(config: &TransformerStackConfig) -> Self {
+    fn new(config: &TransformerStackConfig, batches: Batches) -> Self {
         let device = Default::default();
         Self {
             model: Some(init_model::<Ad>(config, 0, &device)),
             optimizer: AdamWConfig::new().init(),
             batches: (0..BATCHES)
-                .map(|step| {
-                    TASK.training_batch(0, step, BATCH_SIZE)
-                        .to_tensors::<Ad>(&device)
-                })
+                .map(|step| batches.make(step, &device))
                 .collect(),
             next: 0,
         }
@@ -89,6 +93,74 @@ impl Trainer {
     }
 }
 
+/// Where a model's batches come from.
+#[derive(Clone, Copy, Debug)]
+enum Batches {
+    /// The reverse task, [`BATCH_SIZE`] sequences of its length.
+    Reverse,
+    /// `[batch, seq]` random symbols, the second half of the positions counted in the loss
+    /// (sequences longer than the toy tasks make, for the issue's T = 128 model).
+    Random { batch: usize, seq: usize },
+}
+
+impl Batches {
+    fn make(self, step: usize, device: &burn::tensor::Device<Ad>) -> Tensors {
+        match self {
+            Batches::Reverse => TASK
+                .training_batch(0, step, BATCH_SIZE)
+                .to_tensors::<Ad>(device),
+            Batches::Random { batch, seq } => {
+                let shape = [batch, seq];
+                let symbols = |salt: usize| -> Vec<i64> {
+                    (0..batch * seq)
+                        .map(|i| {
+                            3 + ((i * 7919 + (step * 2 + salt) * 104_729) % TASK.symbols) as i64
+                        })
+                        .collect()
+                };
+                let mask: Vec<f32> = (0..batch * seq)
+                    .map(|i| f32::from(u8::from(i % seq > seq / 2)))
+                    .collect();
+                (
+                    Tensor::from_data(TensorData::new(symbols(0), shape), device),
+                    Tensor::from_data(TensorData::new(symbols(1), shape), device),
+                    Tensor::from_data(TensorData::new(mask, shape), device),
+                )
+            }
+        }
+    }
+
+    fn steps(self, steps: usize) -> usize {
+        match self {
+            Batches::Reverse => steps,
+            Batches::Random { .. } => (steps / 4).max(5),
+        }
+    }
+}
+
+/// PyTorch's median step (ms) per model name, from `crates/addnorm-lab/benches/torch_train_step.py` (empty
+/// when `python3` with torch is not at hand, or with `--no-torch`).
+fn torch_medians(steps: usize) -> Vec<(String, f64)> {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/benches/torch_train_step.py");
+    let threads = rayon::current_num_threads().to_string();
+    let Ok(output) = std::process::Command::new("python3")
+        .args([script, "--threads", &threads, "--steps", &steps.to_string()])
+        .output()
+    else {
+        return vec![];
+    };
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter_map(|line| {
+            let value: serde_json::Value = serde_json::from_str(line).ok()?;
+            Some((
+                value["model"].as_str()?.to_string(),
+                value["median_ms"].as_f64()?,
+            ))
+        })
+        .collect()
+}
+
 fn median(mut times: Vec<Duration>) -> Duration {
     times.sort();
     times[times.len() / 2]
@@ -110,10 +182,15 @@ fn with_burn_norms(config: &TransformerStackConfig) -> TransformerStackConfig {
 ///
 /// # Panics
 /// If a fused step runs no fused kernel, or a composite or Burn step runs one.
-fn compare(config: &TransformerStackConfig, steps: usize) -> (Duration, Duration, Duration) {
-    let mut fused = Trainer::new(config);
-    let mut composite = Trainer::new(config);
-    let mut burn_nn = Trainer::new(&with_burn_norms(config));
+fn compare(
+    config: &TransformerStackConfig,
+    batches: Batches,
+    steps: usize,
+    fused_only: bool,
+) -> (Duration, Duration, Duration) {
+    let mut fused = Trainer::new(config, batches);
+    let mut composite = Trainer::new(config, batches);
+    let mut burn_nn = Trainer::new(&with_burn_norms(config), batches);
     let fused_step = |trainer: &mut Trainer| {
         let before = fused_calls();
         let time = trainer.step();
@@ -135,6 +212,14 @@ fn compare(config: &TransformerStackConfig, steps: usize) -> (Duration, Duration
         );
         time
     };
+    if fused_only {
+        let times = (0..WARMUP_STEPS + steps.max(1))
+            .map(|_| fused_step(&mut fused))
+            .skip(WARMUP_STEPS)
+            .collect();
+        let time = median(times);
+        return (time, Duration::ZERO, Duration::ZERO);
+    }
     for _ in 0..WARMUP_STEPS {
         fused_step(&mut fused);
         composite_step(&mut composite);
@@ -153,9 +238,13 @@ fn compare(config: &TransformerStackConfig, steps: usize) -> (Duration, Duration
     )
 }
 
-fn model_config(base: TransformerStackConfig) -> TransformerStackConfig {
+fn model_config(base: TransformerStackConfig, batches: Batches) -> TransformerStackConfig {
+    let seq = match batches {
+        Batches::Reverse => TASK.seq_len(),
+        Batches::Random { seq, .. } => seq,
+    };
     base.with_vocab_size(TASK.vocab_size())
-        .with_max_seq_len(TASK.seq_len())
+        .with_max_seq_len(seq)
 }
 
 fn main() {
@@ -171,15 +260,45 @@ fn main() {
         .with_n_heads(2)
         .with_d_ff(128)
         .with_n_layers(6);
+    let long = TransformerStackConfig::new()
+        .with_d_model(128)
+        .with_n_heads(4)
+        .with_d_ff(512)
+        .with_n_layers(4);
+    let reverse = Batches::Reverse;
     let models = [
-        ("tiny (LayerNorm)", TransformerStackConfig::tiny()),
-        ("small (LayerNorm)", TransformerStackConfig::small()),
+        ("tiny (LayerNorm)", TransformerStackConfig::tiny(), reverse),
+        (
+            "small (LayerNorm)",
+            TransformerStackConfig::small(),
+            reverse,
+        ),
         (
             "small (RMSNorm)",
             TransformerStackConfig::small().with_norm(NormConfig::rms(0)),
+            reverse,
         ),
-        ("demo (LayerNorm)", demo),
+        ("demo (LayerNorm)", demo, reverse),
+        (
+            "d128 T128 (LayerNorm)",
+            long,
+            Batches::Random {
+                batch: 16,
+                seq: 128,
+            },
+        ),
     ];
+    // For profiling one model's fused step: `-- --model T128 --fused-only --no-torch`.
+    let only_model = args
+        .iter()
+        .position(|a| a == "--model")
+        .and_then(|i| args.get(i + 1));
+    let fused_only = args.iter().any(|a| a == "--fused-only");
+    let torch = if args.iter().any(|a| a == "--no-torch") {
+        vec![]
+    } else {
+        torch_medians(steps)
+    };
 
     println!(
         "One training step (forward, masked cross-entropy, backward, AdamW) of \
@@ -193,35 +312,46 @@ fn main() {
     );
     println!(
         "tiny: d_model 32, 2 heads, d_ff 128, 2 layers. small: 64, 4, 256, 4. demo (the \
-         `addnorm demo` model): 32, 2, 128, 6.\n"
+         `addnorm demo` model): 32, 2, 128, 6. d128 T128: 128, 4, 512, 4 on [16, 128] random \
+         tokens (a quarter of the steps). torch: the same model in PyTorch \
+         (crates/addnorm-lab/benches/torch_train_step.py, same threads, run before the Rust variants).\n"
     );
     println!(
-        "{:<18} {:>11} {:>9} {:>14} {:>9} {:>14} {:>9} {:>16} {:>15}",
+        "{:<22} {:>11} {:>9} {:>14} {:>14} {:>11} {:>16} {:>15} {:>12}",
         "model",
         "fused",
         "steps/s",
         "composite",
-        "steps/s",
         "burn::nn",
-        "steps/s",
+        "torch",
         "composite/fused",
-        "burn::nn/fused"
+        "burn::nn/fused",
+        "torch/fused"
     );
-    for (name, base) in models {
-        let (fused, composite, burn_nn) = compare(&model_config(base), steps);
+    for (name, base, batches) in models {
+        if only_model.is_some_and(|m| !name.contains(m.as_str())) {
+            continue;
+        }
+        let config = model_config(base, batches);
+        let (fused, composite, burn_nn) =
+            compare(&config, batches, batches.steps(steps), fused_only);
+        let torch_ms = torch
+            .iter()
+            .find(|(model, _)| model == name)
+            .map_or(f64::NAN, |&(_, ms)| ms);
         let ms = |d: Duration| d.as_secs_f64() * 1e3;
         let per_s = |d: Duration| 1.0 / d.as_secs_f64();
         println!(
-            "{:<18} {:>8.2} ms {:>9.1} {:>11.2} ms {:>9.1} {:>11.2} ms {:>9.1} {:>15.2}× {:>14.2}×",
+            "{:<22} {:>8.2} ms {:>9.1} {:>11.2} ms {:>11.2} ms {:>8.2} ms {:>15.2}× {:>14.2}× {:>11.2}×",
             name,
             ms(fused),
             per_s(fused),
             ms(composite),
-            per_s(composite),
             ms(burn_nn),
-            per_s(burn_nn),
+            torch_ms,
             composite.as_secs_f64() / fused.as_secs_f64(),
             burn_nn.as_secs_f64() / fused.as_secs_f64(),
+            torch_ms / ms(fused),
         );
     }
 }

@@ -13,6 +13,7 @@
 //!   time.
 //! - [`dyt`]: the fused Dynamic Tanh forward and backward.
 //! - [`tanh`]: the vectorizable f32 `tanh` they use.
+//! - [`exp`]: the vectorizable f32 `exp` behind it and behind the attention softmax.
 //! - `ndarray` (with the `ndarray` feature): the glue that runs them on `NdArray` tensors.
 //!
 //! The kernels work on plain slices, so they can be tested and reused without a backend.
@@ -45,6 +46,7 @@
 pub mod backward;
 pub mod dispatch;
 pub mod dyt;
+pub mod exp;
 pub mod forward;
 pub mod memory;
 pub mod plan;

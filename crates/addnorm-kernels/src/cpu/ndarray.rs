@@ -19,7 +19,7 @@ use super::real::{Real, sum_map};
 use crate::spec::RowNormSpec;
 
 /// The element types with an `NdArrayTensor` variant.
-trait NdArrayReal: Real {
+pub(crate) trait NdArrayReal: Real {
     /// The tensor's elements in row-major order, borrowed when they already are, or `None`
     /// when the tensor holds another dtype.
     fn elements(tensor: &NdArrayTensor) -> Option<Cow<'_, [Self]>>;

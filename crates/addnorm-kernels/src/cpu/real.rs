@@ -43,6 +43,11 @@ pub trait Real:
     /// The hyperbolic tangent: [`super::tanh::tanh_f32`] for f32 (vectorizable, within
     /// 2.5e-7), the C library's for f64.
     fn tanh(self) -> Self;
+    /// `e^x`: [`super::exp::exp_f32`] for f32 (vectorizable, flushed to 0 below −87), the
+    /// C library's for f64.
+    fn exp(self) -> Self;
+    /// The natural logarithm (the C library's; the kernels call it once per row).
+    fn ln(self) -> Self;
 }
 
 impl Real for f32 {
@@ -60,6 +65,14 @@ impl Real for f32 {
     fn tanh(self) -> Self {
         super::tanh::tanh_f32(self)
     }
+    #[inline(always)]
+    fn exp(self) -> Self {
+        super::exp::exp_f32(self)
+    }
+    #[inline(always)]
+    fn ln(self) -> Self {
+        f32::ln(self)
+    }
 }
 
 impl Real for f64 {
@@ -76,6 +89,14 @@ impl Real for f64 {
     #[inline(always)]
     fn tanh(self) -> Self {
         f64::tanh(self)
+    }
+    #[inline(always)]
+    fn exp(self) -> Self {
+        f64::exp(self)
+    }
+    #[inline(always)]
+    fn ln(self) -> Self {
+        f64::ln(self)
     }
 }
 

@@ -39,41 +39,13 @@ pub fn tanh_f32(x: f32) -> f32 {
     // Large |x|: 1 − 2/(e^{2a} + 1), with the sign of x.
     // Not `min`: it would turn NaN into 88; a comparison lets NaN through.
     let t = 2.0 * a;
-    let e = exp_f32(if t > 88.0 { 88.0 } else { t });
+    let e = super::exp::exp_reduced(if t > 88.0 { 88.0 } else { t });
     let large = (1.0 - 2.0 / (e + 1.0)).copysign(x);
     // A bitwise select rather than `if`: LLVM keeps an `if` around the exponential as a
     // branch, which keeps the loop scalar. NaN fails `a < SMALL` and lands in `large`,
     // where it propagates.
     let mask = 0_u32.wrapping_sub(u32::from(a < SMALL));
     f32::from_bits((small.to_bits() & mask) | (large.to_bits() & !mask))
-}
-
-/// `e^t` for `t` in [0, 88]: `2^k · Q(r)` with `r` in [−ln2/2, ln2/2].
-#[inline(always)]
-fn exp_f32(t: f32) -> f32 {
-    const LOG2_E: f32 = core::f32::consts::LOG2_E;
-    // ln 2 = LN2_HI + LN2_LO, LN2_HI with few enough bits that k·LN2_HI is exact.
-    const LN2_HI: f32 = 0.693_359_4;
-    const LN2_LO: f32 = -2.121_944_4e-4;
-    // Round to nearest by adding and removing 1.5·2^23 (exact for |v| < 2^22): `round` is
-    // a library call on baseline x86-64 (no SSE4.1), which would stop the vectorization.
-    // The sum's low mantissa bits are k itself, which gives 2^k without a float-to-int
-    // conversion (another thing that keeps the loop scalar).
-    const ROUNDER: f32 = 12_582_912.0;
-    let shifted = t * LOG2_E + ROUNDER;
-    let k = shifted - ROUNDER;
-    let r = (t - k * LN2_HI) - k * LN2_LO;
-    // Taylor coefficients of e^r to degree 7: on |r| ≤ 0.347 the remainder is < 1e-8.
-    let q = 1.0
-        + r * (1.0
-            + r * (0.5
-                + r * (1.0 / 6.0
-                    + r * (1.0 / 24.0
-                        + r * (1.0 / 120.0 + r * (1.0 / 720.0 + r * (1.0 / 5040.0)))))));
-    // 2^k for k in [0, 127]: k + 127 in the exponent field.
-    let k_bits = shifted.to_bits().wrapping_sub(ROUNDER.to_bits());
-    let scale = f32::from_bits(k_bits.wrapping_add(127) << 23);
-    q * scale
 }
 
 #[cfg(test)]

@@ -154,6 +154,16 @@ fn output_ir<R: FusionRuntime>(
     TensorIr::uninit(client.create_empty_handle(), shape, dtype)
 }
 
+/// Attention takes the composite path under fusion (no CubeCL attention kernel yet).
+impl<R, F, I, BT> crate::attention::AttentionBackend for Fusion<Inner<R, F, I, BT>>
+where
+    R: CubeRuntime,
+    F: FloatElement,
+    I: IntElement,
+    BT: BoolElement,
+{
+}
+
 impl<R, F, I, BT> NormBackend for Fusion<Inner<R, F, I, BT>>
 where
     R: CubeRuntime,

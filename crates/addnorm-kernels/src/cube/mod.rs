@@ -17,6 +17,10 @@
 //! Both take f32, f16, bf16 and flex32 tensors (arithmetic in f32). f64 tensors and empty
 //! ones stay on the [composite](crate::composite) path.
 //!
+//! Attention ([`crate::attention::AttentionBackend`]) has no CubeCL kernel yet: both
+//! backends take its composite path (Burn's ops, differentiated op by op), which the
+//! attention tests check against PyTorch on Mesa's software driver.
+//!
 //! # Formula
 //! As in [`kernels`]: `y = (x − μ)·r·γ + β` with `r = 1/√(σ² + ε)` or `1/(σ + ε)`, and the
 //! analytic backward `dx = r·g − [centred]·r·A/k + B·dr/dσ²·2c/d`.
@@ -36,6 +40,16 @@ use burn_cubecl::{BoolElement, CubeBackend, CubeRuntime, FloatElement, IntElemen
 use crate::backend::NormBackend;
 use crate::fused::{FusedNormForward, FusedNormGrads, RowStatistics};
 use crate::spec::RowNormSpec;
+
+/// Attention takes the composite path on CubeCL backends (no CubeCL attention kernel yet).
+impl<R, F, I, BT> crate::attention::AttentionBackend for CubeBackend<R, F, I, BT>
+where
+    R: CubeRuntime,
+    F: FloatElement,
+    I: IntElement,
+    BT: BoolElement,
+{
+}
 
 impl<R, F, I, BT> NormBackend for CubeBackend<R, F, I, BT>
 where

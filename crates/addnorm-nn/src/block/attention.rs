@@ -12,16 +12,26 @@
 //! With W^Q = W^K = 0 every score is 0 and attention averages the (visible) values: the
 //! setting of Xiong et al.'s (2020) gradient analysis.
 //!
+//! The heads are never split out of or merged back into `[batch, seq, d_model]`: the
+//! projections' outputs go to [`addnorm_kernels::attention`] as they are, which reads head
+//! `h` from columns `h·d_head..(h+1)·d_head` and writes the context the same way. On a
+//! backend with fused attention (`NdArray`) that is one fused forward and one analytic
+//! backward that keeps no `[batch, heads, seq, seq]` matrix; elsewhere the composite path.
+//! With attention dropout above 0 the composite path is always taken (the fused kernels
+//! have no dropout), on every backend.
+//!
 //! # Shapes
-//! - input: `[batch, seq, d_model]`; scores `S: [batch, heads, seq, seq]`
+//! - input: `[batch, seq, d_model]`; scores `S: [batch, heads, seq, seq]` (materialized
+//!   on the composite path only)
 //! - output: `[batch, seq, d_model]`
 
 use burn::config::Config;
 use burn::module::{Initializer, Module};
 use burn::nn::{Dropout, DropoutConfig, Linear};
-use burn::tensor::{Bool, Tensor, activation::softmax};
+use burn::tensor::{Shape, Tensor, TensorPrimitive, ops::FloatTensor};
 
 use addnorm_kernels::NormBackend;
+use addnorm_kernels::attention::{AttentionSpec, attention, attention_with_max_logit, composite};
 
 use super::linear::{projection, xavier_normal, zero_weight};
 use crate::norm::{Norm, NormConfig};
@@ -128,31 +138,42 @@ impl<B: NormBackend> MultiHeadSelfAttention<B> {
     }
 
     fn attend(&self, x: Tensor<B, 3>, record: bool) -> (Tensor<B, 3>, Option<Tensor<B, 1>>) {
-        let [batch, seq, d_model] = x.dims();
-        let heads = self.n_heads;
-        let d_head = d_model / heads;
-        let split = |linear: &Linear<B>| {
-            linear
-                .forward(x.clone())
-                .reshape([batch, seq, heads, d_head])
-                .swap_dims(1, 2)
-        };
-        let (mut q, mut k, v) = (split(&self.query), split(&self.key), split(&self.value));
+        let [_, _, d_model] = x.dims();
+        let d_head = d_model / self.n_heads;
+        let mut spec = AttentionSpec::causal(self.n_heads, d_head);
+        spec.causal = self.causal;
+        spec.max_logit = record;
+        let (mut q, mut k) = (self.query.forward(x.clone()), self.key.forward(x.clone()));
+        let v = self.value.forward(x);
         if let Some(norm) = &self.qk_norm {
-            q = norm.forward(q);
-            k = norm.forward(k);
+            q = per_head(norm, q, self.n_heads);
+            k = per_head(norm, k, self.n_heads);
         }
-        let mut scores = q.matmul(k.swap_dims(2, 3)) / (d_head as f64).sqrt();
-        if self.causal {
-            let future = Tensor::<B, 2, Bool>::tril_mask([seq, seq], 0, &scores.device());
-            scores = scores.mask_fill(future.expand([batch, heads, seq, seq]), f32::NEG_INFINITY);
-        }
-        let max_logit = record.then(|| scores.clone().detach().max());
-        let weights = self.dropout.forward(softmax(scores, 3));
-        let context = weights
-            .matmul(v)
-            .swap_dims(1, 2)
-            .reshape([batch, seq, d_model]);
+        let (context, max_logit) = if self.dropout.prob > 0.0 {
+            // The fused kernels have no dropout on the probabilities.
+            composite::attention_with_weights(q, k, v, &spec, |w| self.dropout.forward(w))
+        } else if record {
+            let (context, max_logit) = attention_with_max_logit(q, k, v, spec);
+            (context, Some(max_logit))
+        } else {
+            (attention(q, k, v, spec), None)
+        };
         (self.output.forward(context), max_logit)
     }
+}
+
+/// Applies `norm` (fitted to `d_head`) to each head of `x: [batch, T, d_model]`, in place:
+/// the `[batch, T, heads, d_head]` view is a reshape, which `NormBackend::reshape_rows`
+/// does without a copy.
+fn per_head<B: NormBackend>(norm: &Norm<B>, x: Tensor<B, 3>, heads: usize) -> Tensor<B, 3> {
+    let [batch, seq, d_model] = x.dims();
+    let reshape = |x: FloatTensor<B>, shape: [usize; 4]| B::reshape_rows(x, Shape::new(shape));
+    let split = reshape(
+        x.into_primitive().tensor(),
+        [batch, seq, heads, d_model / heads],
+    );
+    let split = Tensor::<B, 4>::from_primitive(TensorPrimitive::Float(split));
+    let normalized = norm.forward(split).into_primitive().tensor();
+    let merged = B::reshape_rows(normalized, Shape::new([batch, seq, d_model]));
+    Tensor::from_primitive(TensorPrimitive::Float(merged))
 }

@@ -1,0 +1,229 @@
+//! Causal multi-head attention, forward + backward, on `Autodiff<NdArray<f32>>`: addnorm's
+//! fused CPU kernels against the composite path (Burn tensor ops, differentiated op by op,
+//! forced with `ForceComposite`) and against PyTorch's
+//! `torch.nn.functional.scaled_dot_product_attention` (`benches/torch_attention.py`, run
+//! as a child process with the same thread count when `python3` with torch is at hand).
+//!
+//! ```text
+//! cargo bench --bench attention
+//! cargo bench --bench attention -- --reps 40     # steps per case for T ≤ 128 (default 30)
+//! cargo bench --bench attention -- --no-torch    # skip the PyTorch column
+//! ```
+//!
+//! A step is `O = attention(Q, K, V)` on `[batch, T, heads·d_head]` tensors (the
+//! projections' layout), `loss = Σ O·dO`, `loss.backward()`, with Q, K and V requiring
+//! gradients. Fused and composite steps alternate, so a change of machine load hits both
+//! alike; the table prints medians and the ratios composite / fused and torch / fused
+//! (above 1: fused is faster).
+//!
+//! Peak RSS is the growth of `VmHWM` over one step in a fresh child process, after the
+//! inputs exist and one warm-up step ran (`VmHWM` reset through `/proc/self/clear_refs`):
+//! what the step itself needs at its peak.
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use addnorm_kernels::attention::{AttentionSpec, attention};
+use addnorm_kernels::composite::ForceComposite;
+use addnorm_kernels::fused::fused_calls;
+use burn::backend::{Autodiff, NdArray};
+use burn::tensor::{Distribution, Tensor};
+
+type Ad = Autodiff<NdArray<f32>>;
+
+/// `(batch, heads, T, d_head)`, the issue's three shapes.
+const CASES: [[usize; 4]; 3] = [[32, 2, 17, 16], [16, 4, 128, 32], [4, 8, 1024, 64]];
+
+/// Which implementation a step runs.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Variant {
+    Fused,
+    Composite,
+}
+
+/// The leaves and the output gradient of one case.
+struct Inputs {
+    qkv: [Tensor<Ad, 3>; 3],
+    d_out: Tensor<Ad, 3>,
+    spec: AttentionSpec,
+}
+
+impl Inputs {
+    fn new([batch, heads, seq, d_head]: [usize; 4]) -> Self {
+        let device = Default::default();
+        let shape = [batch, seq, heads * d_head];
+        let random = || Tensor::<Ad, 3>::random(shape, Distribution::Normal(0.0, 1.0), &device);
+        Self {
+            qkv: [random(), random(), random()],
+            d_out: random(),
+            spec: AttentionSpec::causal(heads, d_head),
+        }
+    }
+
+    /// One forward + backward; returns its wall time.
+    ///
+    /// # Panics
+    /// If the fused variant ran no fused kernel or the composite one ran one.
+    fn step(&self, variant: Variant) -> Duration {
+        let _composite = (variant == Variant::Composite).then(ForceComposite::new);
+        let before = fused_calls();
+        let start = Instant::now();
+        let [q, k, v] = self.qkv.clone().map(Tensor::require_grad);
+        let o = attention(q.clone(), k, v, self.spec);
+        let grads = (o * self.d_out.clone()).sum().backward();
+        let dq = q.grad(&grads).expect("dq");
+        let time = start.elapsed();
+        std::hint::black_box(dq);
+        let fused = fused_calls().backward > before.backward;
+        assert_eq!(
+            fused,
+            variant == Variant::Fused,
+            "{variant:?} took the wrong path"
+        );
+        time
+    }
+}
+
+fn median(mut times: Vec<Duration>) -> Duration {
+    times.sort();
+    times[times.len() / 2]
+}
+
+/// Median step times `(fused, composite)` over `reps` alternating rounds.
+fn time_case(case: [usize; 4], reps: usize) -> (Duration, Duration) {
+    let inputs = Inputs::new(case);
+    for variant in [Variant::Fused, Variant::Composite] {
+        inputs.step(variant);
+    }
+    let (mut fused, mut composite) = (vec![], vec![]);
+    for _ in 0..reps.max(1) {
+        fused.push(inputs.step(Variant::Fused));
+        composite.push(inputs.step(Variant::Composite));
+    }
+    (median(fused), median(composite))
+}
+
+/// A field of `/proc/self/status` in KiB.
+fn status_kib(field: &str) -> f64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|rest| rest.split_whitespace().next()?.parse().ok())
+        .unwrap_or(f64::NAN)
+}
+
+/// In a child process: one warm-up step, reset the peak, one step; prints the peak growth
+/// in MiB.
+fn child(variant: Variant, case: [usize; 4]) {
+    let inputs = Inputs::new(case);
+    inputs.step(variant);
+    let before = status_kib("VmRSS");
+    std::fs::write("/proc/self/clear_refs", "5").expect("reset VmHWM");
+    inputs.step(variant);
+    println!("{}", (status_kib("VmHWM") - before) / 1024.0);
+}
+
+/// The peak RSS growth (MiB) of one step of `variant` on `case`, from a child process.
+fn peak_rss(variant: Variant, case: [usize; 4]) -> f64 {
+    let spec = case.map(|v| v.to_string()).join(",");
+    let output = Command::new(std::env::current_exe().expect("bench binary"))
+        .args(["--child", &format!("{variant:?}"), &spec])
+        .output()
+        .expect("spawn the child");
+    String::from_utf8_lossy(&output.stdout)
+        .trim()
+        .parse()
+        .unwrap_or(f64::NAN)
+}
+
+/// PyTorch's `(median ms, peak MiB)` per case, from `benches/torch_attention.py`; empty
+/// when it cannot run.
+fn torch_results(reps: usize) -> Vec<([usize; 4], f64, f64)> {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/benches/torch_attention.py");
+    let threads = rayon::current_num_threads().to_string();
+    let Ok(output) = Command::new("python3")
+        .args([script, "--threads", &threads, "--reps", &reps.to_string()])
+        .output()
+    else {
+        return vec![];
+    };
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    stdout
+        .lines()
+        .filter_map(|line| {
+            let value: serde_json::Value = serde_json::from_str(line).ok()?;
+            let case: Vec<usize> = serde_json::from_value(value["case"].clone()).ok()?;
+            Some((
+                case.try_into().ok()?,
+                value["median_ms"].as_f64()?,
+                value["peak_rss_mib"].as_f64()?,
+            ))
+        })
+        .collect()
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(i) = args.iter().position(|a| a == "--child") {
+        let variant = match args[i + 1].as_str() {
+            "Fused" => Variant::Fused,
+            _ => Variant::Composite,
+        };
+        let case: Vec<usize> = args[i + 2].split(',').map(|v| v.parse().unwrap()).collect();
+        child(variant, case.try_into().expect("four dimensions"));
+        return;
+    }
+    let reps = args
+        .iter()
+        .position(|a| a == "--reps")
+        .and_then(|i| args.get(i + 1))
+        .map_or(30, |v| v.parse().expect("--reps takes a positive integer"));
+    let torch = if args.iter().any(|a| a == "--no-torch") {
+        vec![]
+    } else {
+        torch_results(reps)
+    };
+    println!(
+        "Causal attention, forward + backward (loss = Σ O·dO), Autodiff<NdArray<f32>>, {} \
+         rayon threads; [batch, heads, T, d_head]; median step; peak RSS = growth of VmHWM \
+         over one step in a child process. torch: scaled_dot_product_attention (CPU), same \
+         threads, from benches/torch_attention.py.\n",
+        rayon::current_num_threads()
+    );
+    println!(
+        "{:<18} {:>10} {:>12} {:>10} {:>11} {:>10} {:>10} {:>10} {:>10}",
+        "shape",
+        "fused",
+        "composite",
+        "torch",
+        "comp/fused",
+        "torch/fused",
+        "RSS fused",
+        "RSS comp",
+        "RSS torch"
+    );
+    for case in CASES {
+        let case_reps = (reps / (1 + case[2] / 128)).max(3);
+        let (fused, composite) = time_case(case, case_reps);
+        let (rss_fused, rss_composite) = (
+            peak_rss(Variant::Fused, case),
+            peak_rss(Variant::Composite, case),
+        );
+        let torch_case = torch.iter().find(|(c, ..)| *c == case);
+        let ms = |d: Duration| d.as_secs_f64() * 1e3;
+        let (torch_ms, torch_rss) = torch_case.map_or((f64::NAN, f64::NAN), |&(_, t, r)| (t, r));
+        println!(
+            "{:<18} {:>7.2} ms {:>9.2} ms {:>7.2} ms {:>10.2}× {:>10.2}× {:>6.1} MiB {:>6.1} MiB {:>6.1} MiB",
+            format!("{case:?}"),
+            ms(fused),
+            ms(composite),
+            torch_ms,
+            composite.as_secs_f64() / fused.as_secs_f64(),
+            torch_ms / ms(fused),
+            rss_fused,
+            rss_composite,
+            torch_rss,
+        );
+    }
+}

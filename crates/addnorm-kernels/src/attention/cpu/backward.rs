@@ -1,0 +1,266 @@
+//! The fused attention backward on slices: dQ, dK and dV from Q, K, V, the output O, its
+//! gradient dO and the saved log-sum-exp, recomputing the probabilities one query block at
+//! a time (flash-attention style), so no `[T, T]` matrix is ever kept.
+//!
+//! # Formula
+//! Per head, for each query block (rows `i0..i1`, keys `0..n_k`):
+//!
+//! ```text
+//! P   = exp(scale·Q_b·Kᵀ − lse)       (0 where masked)
+//! Δ_i = Σ_d O_id · dO_id              (= rowsum(P ∘ dP), the softmax's correction)
+//! dV += Pᵀ·dO_b
+//! dS  = P ∘ (dO_b·Vᵀ − Δ)
+//! dQ_b = scale·dS·K                   dK += scale·dSᵀ·Q_b
+//! ```
+//!
+//! One task per (batch, head): its query blocks run in order because each adds into the
+//! head's dK and dV (rows `0..n_k`), which belong to that task alone.
+//!
+//! # Shapes
+//! - `q`, `k`, `v`, `output`, `grad_output`, the gradients: `[batch, T, d_model]`
+//! - `lse`: `[batch, heads, T]`
+
+use super::{Gemm, Shared, Strided, query_blocks, run_tasks};
+use crate::attention::spec::{AttentionSpec, HeadLayout};
+use crate::cpu::dispatch::vectorized;
+use crate::cpu::real::sum_map2;
+
+/// The forward's tensors the backward reads.
+#[derive(Clone, Copy, Debug)]
+pub struct Saved<'a, E> {
+    /// The queries, `[batch, T, d_model]`.
+    pub q: &'a [E],
+    /// The keys, `[batch, T, d_model]`.
+    pub k: &'a [E],
+    /// The values, `[batch, T, d_model]`.
+    pub v: &'a [E],
+    /// The forward's output, `[batch, T, d_model]`.
+    pub output: &'a [E],
+    /// The per-row log-sum-exp, `[batch, heads, T]`.
+    pub lse: &'a [E],
+}
+
+/// What every task of one call reads and writes.
+struct Call<'a, E> {
+    layout: HeadLayout,
+    scale: E,
+    causal: bool,
+    saved: Saved<'a, E>,
+    grad_output: &'a [E],
+    /// dQ, dK, dV; zeroed on entry (dK and dV are accumulated).
+    grads: [Shared<E>; 3],
+}
+
+/// The two scratch matrices of a task: `P` and `dP` (then `dS`), and `Δ`.
+struct Scratch<E> {
+    p: Vec<E>,
+    ds: Vec<E>,
+    delta: Vec<E>,
+}
+
+impl<E> Scratch<E> {
+    fn new() -> Self {
+        Self {
+            p: Vec::new(),
+            ds: Vec::new(),
+            delta: Vec::new(),
+        }
+    }
+}
+
+/// Writes dQ, dK and dV (`[dq, dk, dv]`, which must be zeroed).
+///
+/// # Panics
+/// If a slice's length does not match `layout`.
+pub fn backward<E: Gemm>(
+    layout: HeadLayout,
+    spec: &AttentionSpec,
+    saved: Saved<'_, E>,
+    grad_output: &[E],
+    [dq, dk, dv]: [&mut [E]; 3],
+) {
+    let Saved {
+        q,
+        k,
+        v,
+        output,
+        lse,
+    } = saved;
+    for (name, len) in [
+        ("q", q.len()),
+        ("k", k.len()),
+        ("v", v.len()),
+        ("output", output.len()),
+        ("grad_output", grad_output.len()),
+        ("dq", dq.len()),
+        ("dk", dk.len()),
+        ("dv", dv.len()),
+    ] {
+        assert_eq!(
+            len,
+            layout.len(),
+            "attention backward: {name} for {layout:?}"
+        );
+    }
+    assert_eq!(lse.len(), layout.batch * layout.heads * layout.seq, "lse");
+    let call = Call {
+        layout,
+        scale: E::from_f64(spec.scale),
+        causal: spec.causal,
+        saved,
+        grad_output,
+        grads: [Shared::new(dq), Shared::new(dk), Shared::new(dv)],
+    };
+    let heads: Vec<usize> = (0..layout.batch * layout.heads).collect();
+    let keys = if spec.causal {
+        layout.seq / 2 + 1
+    } else {
+        layout.seq
+    };
+    let flops = 5 * layout.seq * keys * layout.d_head;
+    run_tasks(
+        &heads,
+        flops,
+        Scratch::new,
+        |scratch, &bh| call.head(scratch, bh),
+        (),
+        |(), ()| (),
+    );
+}
+
+impl<E: Gemm> Call<'_, E> {
+    /// The gradients of one head of one batch element.
+    fn head(&self, scratch: &mut Scratch<E>, bh: usize) {
+        for (i0, i1) in query_blocks(self.layout.seq) {
+            self.block(scratch, bh, i0, i1);
+        }
+    }
+
+    /// Adds one query block's contributions.
+    fn block(&self, scratch: &mut Scratch<E>, bh: usize, i0: usize, i1: usize) {
+        let layout = self.layout;
+        let (b, h) = (bh / layout.heads, bh % layout.heads);
+        let (rows, dm, d_head) = (i1 - i0, layout.d_model(), layout.d_head);
+        let keys = layout.visible_keys(i1 - 1, self.causal);
+        let (head, block) = (layout.offset(b, h), layout.offset(b, h) + i0 * dm);
+        let Saved {
+            q,
+            k,
+            v,
+            output,
+            lse,
+        } = self.saved;
+        let [q, k, v, dout] = [q, k, v, self.grad_output].map(Shared::reading);
+        let [dq, dk, dv] = &self.grads;
+        for buffer in [&mut scratch.p, &mut scratch.ds] {
+            buffer.clear();
+            buffer.resize(rows * keys, E::ZERO);
+        }
+        let p = Strided::rows(scratch.p.as_mut_ptr(), keys);
+        let ds = Strided::rows(scratch.ds.as_mut_ptr(), keys);
+        // SAFETY (all GEMMs below): q, k, v, dO are read only; p and ds are this task's
+        // scratch of rows × keys; dQ rows i0..i1 and dK, dV rows 0..keys of head h are
+        // written by this task (one per batch element and head) alone.
+        unsafe {
+            E::gemm(
+                [rows, d_head, keys],
+                self.scale,
+                q.rows(block, dm),
+                k.rows(head, dm).t(),
+                E::ZERO,
+                p,
+            );
+        }
+        let lse = &lse[bh * layout.seq + i0..bh * layout.seq + i1];
+        scratch.delta.clear();
+        scratch.delta.extend((i0..i1).map(|i| {
+            let row = layout.offset(b, h) + i * dm;
+            sum_map2(
+                &output[row..row + d_head],
+                &self.grad_output[row..row + d_head],
+                |o, g| o * g,
+            )
+        }));
+        vectorized(
+            #[inline(always)]
+            || {
+                probabilities(&mut scratch.p, keys, i0, lse, |i| {
+                    layout.visible_keys(i, self.causal)
+                })
+            },
+        );
+        unsafe {
+            E::gemm(
+                [keys, rows, d_head],
+                E::ONE,
+                p.t(),
+                dout.rows(block, dm),
+                E::ONE,
+                dv.rows(head, dm),
+            );
+            E::gemm(
+                [rows, d_head, keys],
+                E::ONE,
+                dout.rows(block, dm),
+                v.rows(head, dm).t(),
+                E::ZERO,
+                ds,
+            );
+        }
+        vectorized(
+            #[inline(always)]
+            || score_gradients(&mut scratch.ds, &scratch.p, keys, &scratch.delta),
+        );
+        unsafe {
+            E::gemm(
+                [rows, keys, d_head],
+                self.scale,
+                ds,
+                k.rows(head, dm),
+                E::ZERO,
+                dq.rows(block, dm),
+            );
+            E::gemm(
+                [keys, rows, d_head],
+                self.scale,
+                ds.t(),
+                q.rows(block, dm),
+                E::ONE,
+                dk.rows(head, dm),
+            );
+        }
+    }
+}
+
+/// Turns logits `scores: [rows, keys]` (row `r` is query `i0 + r`) into the forward's
+/// probabilities `exp(S − lse)` over the `visible(i)` leading keys, 0 elsewhere.
+#[inline(always)]
+fn probabilities<E: Gemm>(
+    scores: &mut [E],
+    keys: usize,
+    i0: usize,
+    lse: &[E],
+    visible: impl Fn(usize) -> usize,
+) {
+    for (r, (row, &lse)) in scores.chunks_exact_mut(keys).zip(lse).enumerate() {
+        let (seen, hidden) = row.split_at_mut(visible(i0 + r));
+        for s in seen.iter_mut() {
+            *s = (*s - lse).exp();
+        }
+        hidden.fill(E::ZERO);
+    }
+}
+
+/// `dS = P ∘ (dP − Δ)` in place of `dP`, row by row.
+#[inline(always)]
+fn score_gradients<E: Gemm>(dp: &mut [E], p: &[E], keys: usize, delta: &[E]) {
+    for ((ds, p), &delta) in dp
+        .chunks_exact_mut(keys)
+        .zip(p.chunks_exact(keys))
+        .zip(delta)
+    {
+        for (ds, &p) in ds.iter_mut().zip(p) {
+            *ds = p * (*ds - delta);
+        }
+    }
+}

@@ -1,0 +1,279 @@
+//! The fused CPU attention kernels, on plain row-major `[batch, T, d_model]` slices: the
+//! heads are strided views into them (row stride `d_model`), never copied out.
+//!
+//! - [`forward`]: `O` and the per-row log-sum-exp, rayon over (batch, head, query block).
+//! - [`backward`]: dQ, dK, dV, recomputing the probabilities block by block, rayon over
+//!   (batch, head) (a head's dK and dV sum over all of its query blocks).
+//!
+//! The products of a query block with all the keys it sees are strided GEMMs
+//! ([`Gemm`], `matrixmultiply`, which picks AVX2/AVX-512 kernels at run time and is
+//! already in the tree through burn-ndarray); the softmax and its backward are row loops
+//! run under [`crate::cpu::dispatch::vectorized`] with the vectorizable
+//! [`exp`](crate::cpu::exp::exp_f32).
+//!
+//! # Formula
+//! See [`super::spec`] and [`super::fused`]; per query block `Q_b` (rows `i0..i1`, keys
+//! `0..n_k` with `n_k = i1` when causal, else `T`):
+//!
+//! ```text
+//! forward:   S = scale·Q_b·Kᵀ   P = exp(S − m) / l   lse = m + log l   O_b = P·V
+//! backward:  P = exp(S − lse)   Δ = rowsum(O_b ∘ dO_b)
+//!            dV += Pᵀ·dO_b   dS = P ∘ (dO_b·Vᵀ − Δ)   dQ_b = scale·dS·K   dK += scale·dSᵀ·Q_b
+//! ```
+//!
+//! # Memory
+//! Each task holds one or two `[block, n_k]` scratch matrices: `O(T)` per query row,
+//! never `[batch, heads, T, T]`.
+//!
+//! # Shapes
+//! - `q`, `k`, `v`, `o`, `do`, gradients: `[batch, T, d_model]` (row-major slices)
+//! - `lse`: `[batch, heads, T]`
+
+pub mod backward;
+pub mod forward;
+
+use rayon::prelude::*;
+
+use crate::cpu::real::Real;
+
+/// Query rows per task: enough rows for the GEMMs to run at speed, few enough that the
+/// `[QUERY_BLOCK, T]` scratch stays in the L2 cache up to T ≈ 1024.
+pub const QUERY_BLOCK: usize = 64;
+
+/// Below this many multiply-adds in a call, the tasks run on the calling thread: handing
+/// work to rayon's pool costs about 0.1 ms on the 2-core development VM (see
+/// `crate::cpu::plan`), as much as a whole `[32, 2, 17, 16]` attention.
+const SERIAL_BELOW_FLOPS: usize = 1 << 21;
+
+/// Multiply-adds one rayon job should at least carry.
+const MIN_JOB_FLOPS: usize = 1 << 18;
+
+/// The element types with a strided GEMM: `f32` (`sgemm`) and `f64` (`dgemm`).
+pub trait Gemm: Real {
+    /// `C ← α·A·B + β·C` for `A: [m, k]`, `B: [k, n]`, `C: [m, n]` (see [`Strided`]).
+    ///
+    /// # Safety
+    /// Every element the views address must lie in live allocations, `c`'s must be
+    /// writable, distinct, and not read or written by anyone else during the call. With
+    /// `β = 0`, `C` is not read.
+    unsafe fn gemm(
+        dims: [usize; 3],
+        alpha: Self,
+        a: Strided<Self>,
+        b: Strided<Self>,
+        beta: Self,
+        c: Strided<Self>,
+    );
+}
+
+impl Gemm for f32 {
+    unsafe fn gemm(
+        [m, k, n]: [usize; 3],
+        alpha: f32,
+        a: Strided<f32>,
+        b: Strided<f32>,
+        beta: f32,
+        c: Strided<f32>,
+    ) {
+        // SAFETY: forwarded from the caller.
+        unsafe {
+            matrixmultiply::sgemm(
+                m,
+                k,
+                n,
+                alpha,
+                a.ptr,
+                a.row_stride,
+                a.col_stride,
+                b.ptr,
+                b.row_stride,
+                b.col_stride,
+                beta,
+                c.ptr,
+                c.row_stride,
+                c.col_stride,
+            );
+        }
+    }
+}
+
+impl Gemm for f64 {
+    unsafe fn gemm(
+        [m, k, n]: [usize; 3],
+        alpha: f64,
+        a: Strided<f64>,
+        b: Strided<f64>,
+        beta: f64,
+        c: Strided<f64>,
+    ) {
+        // SAFETY: forwarded from the caller.
+        unsafe {
+            matrixmultiply::dgemm(
+                m,
+                k,
+                n,
+                alpha,
+                a.ptr,
+                a.row_stride,
+                a.col_stride,
+                b.ptr,
+                b.row_stride,
+                b.col_stride,
+                beta,
+                c.ptr,
+                c.row_stride,
+                c.col_stride,
+            );
+        }
+    }
+}
+
+/// A strided matrix: element `(r, c)` at `ptr + r·row_stride + c·col_stride`.
+#[derive(Debug)]
+pub struct Strided<E> {
+    ptr: *mut E,
+    row_stride: isize,
+    col_stride: isize,
+}
+
+// Written out: a derive would ask `E: Clone`.
+impl<E> Clone for Strided<E> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<E> Copy for Strided<E> {}
+
+impl<E> Strided<E> {
+    /// The row-major matrix starting at `ptr` with rows `row_stride` apart.
+    fn rows(ptr: *mut E, row_stride: usize) -> Self {
+        Self {
+            ptr,
+            row_stride: row_stride as isize,
+            col_stride: 1,
+        }
+    }
+
+    /// The transpose (the same elements).
+    fn t(self) -> Self {
+        Self {
+            ptr: self.ptr,
+            row_stride: self.col_stride,
+            col_stride: self.row_stride,
+        }
+    }
+}
+
+/// A buffer shared by the tasks of one call, each of which writes a disjoint set of its
+/// elements (the columns of its head, the rows of its block).
+#[derive(Debug)]
+pub(crate) struct Shared<E> {
+    ptr: *mut E,
+    len: usize,
+}
+
+// SAFETY: `Shared` is only a pointer to a buffer the kernel call borrows mutably for its
+// whole duration; the tasks that hold it write disjoint elements (see each kernel).
+unsafe impl<E: Send> Send for Shared<E> {}
+// SAFETY: as above.
+unsafe impl<E: Send> Sync for Shared<E> {}
+
+impl<E> Shared<E> {
+    /// Shares a buffer the caller borrows for the call.
+    pub(crate) fn new(buffer: &mut [E]) -> Self {
+        Self {
+            ptr: buffer.as_mut_ptr(),
+            len: buffer.len(),
+        }
+    }
+
+    /// A read-only buffer, shared the same way (it is never written through).
+    pub(crate) fn reading(buffer: &[E]) -> Self {
+        Self {
+            ptr: buffer.as_ptr().cast_mut(),
+            len: buffer.len(),
+        }
+    }
+
+    /// The rows starting at element `offset`, `row_stride` apart.
+    fn rows(&self, offset: usize, row_stride: usize) -> Strided<E> {
+        debug_assert!(offset < self.len.max(1));
+        // SAFETY: `offset` is within the buffer (every caller's offset is that of an
+        // element of a `[batch, T, d_model]` or `[batch, heads, T]` tensor of this length).
+        Strided::rows(unsafe { self.ptr.add(offset) }, row_stride)
+    }
+
+    /// Elements `start..start + len` as a mutable slice.
+    ///
+    /// # Safety
+    /// No one else may access these elements while the slice lives.
+    #[allow(clippy::mut_from_ref)]
+    unsafe fn slice_mut(&self, start: usize, len: usize) -> &mut [E] {
+        assert!(start + len <= self.len, "slice out of the shared buffer");
+        // SAFETY: in bounds (checked); exclusivity is the caller's promise.
+        unsafe { core::slice::from_raw_parts_mut(self.ptr.add(start), len) }
+    }
+}
+
+/// Runs `task` on every item, in parallel when the call carries at least
+/// [`SERIAL_BELOW_FLOPS`] multiply-adds (`flops_per_item` each, roughly), and combines the
+/// results with `combine`. `scratch` makes each worker's reusable buffer.
+fn run_tasks<T: Sync, R, S>(
+    items: &[T],
+    flops_per_item: usize,
+    scratch: impl Fn() -> S + Sync + Send,
+    task: impl Fn(&mut S, &T) -> R + Sync + Send,
+    identity: R,
+    combine: impl Fn(R, R) -> R + Sync + Send,
+) -> R
+where
+    R: Copy + Send + Sync,
+{
+    if items.len() * flops_per_item < SERIAL_BELOW_FLOPS || rayon::current_num_threads() == 1 {
+        let mut buffer = scratch();
+        return items
+            .iter()
+            .fold(identity, |acc, item| combine(acc, task(&mut buffer, item)));
+    }
+    let min_len = MIN_JOB_FLOPS.div_ceil(flops_per_item.max(1));
+    items
+        .par_iter()
+        .with_min_len(min_len)
+        .map_init(&scratch, |buffer, item| task(buffer, item))
+        .reduce(|| identity, &combine)
+}
+
+/// The query blocks `(i0, i1)` of a sequence of `seq` rows.
+fn query_blocks(seq: usize) -> impl Iterator<Item = (usize, usize)> {
+    (0..seq)
+        .step_by(QUERY_BLOCK)
+        .map(move |i0| (i0, (i0 + QUERY_BLOCK).min(seq)))
+}
+
+/// The larger of two values (the second when they are unordered).
+#[inline(always)]
+fn larger<E: Real>(a: E, b: E) -> E {
+    if a > b { a } else { b }
+}
+
+/// The largest element of a non-empty slice, in [`crate::cpu::real::LANES`] lanes so that
+/// it vectorizes.
+#[inline(always)]
+fn max_of<E: Real>(x: &[E]) -> E {
+    const LANES: usize = crate::cpu::real::LANES;
+    let mut lanes = [x[0]; LANES];
+    let chunks = x.chunks_exact(LANES);
+    let tail = chunks.remainder();
+    for chunk in chunks {
+        for (lane, &v) in lanes.iter_mut().zip(chunk) {
+            *lane = larger(*lane, v);
+        }
+    }
+    for (lane, &v) in lanes.iter_mut().zip(tail) {
+        *lane = larger(*lane, v);
+    }
+    lanes.into_iter().fold(lanes[0], larger)
+}
+
+#[cfg(test)]
+mod tests;

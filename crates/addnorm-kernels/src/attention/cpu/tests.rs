@@ -1,0 +1,173 @@
+//! The slice kernels against a plain f64 reference that materializes `P`, at shapes that
+//! cross the query block and the SIMD lane widths, causal and not.
+
+use super::backward::{Saved, backward};
+use super::forward::forward;
+use crate::attention::spec::{AttentionSpec, HeadLayout};
+use crate::cpu::test_values::{gradients, inputs};
+
+/// `(O, lse, max_logit, [dQ, dK, dV])` of the reference.
+type Reference = (Vec<f64>, Vec<f64>, f64, [Vec<f64>; 3]);
+
+/// The textbook attention and its backward, with the whole `[T, T]` matrices.
+fn reference(
+    l: HeadLayout,
+    spec: &AttentionSpec,
+    [q, k, v]: [&[f64]; 3],
+    dout: &[f64],
+) -> Reference {
+    let (t, dm, dh) = (l.seq, l.d_model(), l.d_head);
+    let mut out = vec![0.0; l.len()];
+    let mut lse = vec![0.0; l.batch * l.heads * t];
+    let mut grads = [(); 3].map(|()| vec![0.0; l.len()]);
+    let mut max_logit = f64::NEG_INFINITY;
+    let at = |b: usize, h: usize, i: usize, d: usize| l.offset(b, h) + i * dm + d;
+    for b in 0..l.batch {
+        for h in 0..l.heads {
+            let mut p = vec![vec![0.0; t]; t];
+            for i in 0..t {
+                let n = l.visible_keys(i, spec.causal);
+                let s: Vec<f64> = (0..n)
+                    .map(|j| {
+                        spec.scale
+                            * (0..dh)
+                                .map(|d| q[at(b, h, i, d)] * k[at(b, h, j, d)])
+                                .sum::<f64>()
+                    })
+                    .collect();
+                let m = s.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                max_logit = max_logit.max(m);
+                let sum: f64 = s.iter().map(|x| (x - m).exp()).sum();
+                lse[(b * l.heads + h) * t + i] = m + sum.ln();
+                for j in 0..n {
+                    p[i][j] = (s[j] - m).exp() / sum;
+                }
+                for d in 0..dh {
+                    out[at(b, h, i, d)] = (0..n).map(|j| p[i][j] * v[at(b, h, j, d)]).sum();
+                }
+            }
+            for i in 0..t {
+                let dp: Vec<f64> = (0..t)
+                    .map(|j| {
+                        (0..dh)
+                            .map(|d| dout[at(b, h, i, d)] * v[at(b, h, j, d)])
+                            .sum()
+                    })
+                    .collect();
+                let delta: f64 = (0..t).map(|j| p[i][j] * dp[j]).sum();
+                for j in 0..t {
+                    let ds = p[i][j] * (dp[j] - delta) * spec.scale;
+                    for d in 0..dh {
+                        grads[0][at(b, h, i, d)] += ds * k[at(b, h, j, d)];
+                        grads[1][at(b, h, j, d)] += ds * q[at(b, h, i, d)];
+                        grads[2][at(b, h, j, d)] += p[i][j] * dout[at(b, h, i, d)];
+                    }
+                }
+            }
+        }
+    }
+    (out, lse, max_logit, grads)
+}
+
+fn assert_near(what: &str, actual: &[f64], expected: &[f64], tolerance: f64) {
+    let worst = actual
+        .iter()
+        .zip(expected)
+        .map(|(a, e)| (a - e).abs())
+        .fold(0.0, f64::max);
+    assert!(
+        worst <= tolerance,
+        "{what}: max |error| {worst:.3e} > {tolerance:e}"
+    );
+}
+
+/// Runs the kernels in `E` and compares with the reference within `tolerance`.
+fn check<E: super::Gemm>(l: HeadLayout, spec: AttentionSpec, tolerance: f64) {
+    let q: Vec<f64> = inputs(l.len(), 2e-3, -1.0);
+    let k: Vec<f64> = gradients(l.len(), 2.2e-3, -1.1);
+    let v: Vec<f64> = inputs::<f64>(l.len(), 1.5e-3, -0.7)
+        .into_iter()
+        .rev()
+        .collect();
+    let dout: Vec<f64> = gradients::<f64>(l.len(), 1e-3, -0.5)
+        .into_iter()
+        .rev()
+        .collect();
+    let (out, lse, max_logit, grads) = reference(l, &spec, [&q, &k, &v], &dout);
+    let cast = |x: &[f64]| x.iter().map(|&v| E::from_f64(v)).collect::<Vec<E>>();
+    let back = |x: &[E]| {
+        x.iter()
+            .map(|&v| format!("{v:?}").parse::<f64>().unwrap())
+            .collect::<Vec<f64>>()
+    };
+    let [qe, ke, ve, de] = [&q, &k, &v, &dout].map(|x| cast(x));
+    let mut out_e = vec![E::ZERO; l.len()];
+    let mut lse_e = vec![E::ZERO; l.batch * l.heads * l.seq];
+    let max_e = forward(l, &spec, [&qe, &ke, &ve], &mut out_e, &mut lse_e);
+    let what = format!("{l:?} causal {}", spec.causal);
+    assert_near(&format!("output {what}"), &back(&out_e), &out, tolerance);
+    assert_near(
+        &format!("lse {what}"),
+        &back(&lse_e),
+        &lse,
+        tolerance * 10.0,
+    );
+    assert_near(
+        &format!("max logit {what}"),
+        &back(&[max_e]),
+        &[max_logit],
+        tolerance * 10.0,
+    );
+    let mut g = [(); 3].map(|()| vec![E::ZERO; l.len()]);
+    let [dq, dk, dv] = &mut g;
+    let saved = Saved {
+        q: &qe,
+        k: &ke,
+        v: &ve,
+        output: &out_e,
+        lse: &lse_e,
+    };
+    backward(l, &spec, saved, &de, [dq, dk, dv]);
+    for (name, (actual, expected)) in ["dq", "dk", "dv"].iter().zip(g.iter().zip(&grads)) {
+        assert_near(
+            &format!("{name} {what}"),
+            &back(actual),
+            expected,
+            tolerance * 10.0,
+        );
+    }
+}
+
+fn layouts() -> Vec<HeadLayout> {
+    [(2, 1, 1, 8), (1, 17, 2, 16), (2, 70, 3, 8), (1, 130, 1, 33)]
+        .into_iter()
+        .map(|(batch, seq, heads, d_head)| HeadLayout {
+            batch,
+            seq,
+            heads,
+            d_head,
+        })
+        .collect()
+}
+
+#[test]
+fn kernels_match_the_reference_in_f64() {
+    for l in layouts() {
+        for causal in [true, false] {
+            let mut spec = AttentionSpec::causal(l.heads, l.d_head).with_scale(0.8);
+            spec.causal = causal;
+            check::<f64>(l, spec, 1e-12);
+        }
+    }
+}
+
+#[test]
+fn kernels_match_the_reference_in_f32() {
+    for l in layouts() {
+        for causal in [true, false] {
+            let mut spec = AttentionSpec::causal(l.heads, l.d_head).with_scale(0.8);
+            spec.causal = causal;
+            check::<f32>(l, spec, 2e-5);
+        }
+    }
+}
