@@ -9,7 +9,7 @@
 //! cargo run --release --example seed_walkthrough --features wgpu
 //! ```
 
-use addnorm::backend::{Backend, NAME, device};
+use addnorm::backend::{Backend, PREFERRED, device};
 use addnorm::nn::{Affine, EpsilonPlacement, LayerNormConfig, RmsNormConfig, Variance};
 use burn::nn::{LinearConfig, Relu};
 use burn::tensor::{Distribution, Tensor, TensorData};
@@ -38,7 +38,7 @@ fn heading(title: &str) {
 
 fn main() {
     let device = device();
-    println!("addnorm seed walkthrough on the {NAME} backend");
+    println!("addnorm seed walkthrough on the {PREFERRED} backend");
 
     heading("1. A Linear+ReLU batch, before and after (notebook 000)");
     // torch.manual_seed(123) cannot be replayed outside PyTorch: take the batch it printed.

@@ -19,15 +19,15 @@
 //! all parameters after it. With several backends, the largest relative difference from the
 //! first follows; f32 on different hardware agrees to about 1e-6.
 
+use addnorm::NormAutodiffBackend;
 use addnorm::backend::{AutodiffBackend, ENABLED, Kind, PREFERRED, device};
 use addnorm::nn::{TransformerStack, TransformerStackConfig};
-use addnorm::{NormAutodiffBackend, NormBackend};
 use addnorm_lab::loss::masked_cross_entropy;
 use addnorm_lab::{Task, TaskKind};
 use burn::module::{Module, ModuleVisitor, Param};
 use burn::optim::{AdamWConfig, GradientsParams, Optimizer};
 use burn::record::{FullPrecisionSettings, NamedMpkBytesRecorder, Recorder};
-use burn::tensor::backend::{AutodiffBackend as Autodiff, Backend};
+use burn::tensor::backend::Backend;
 use burn::tensor::{ElementConversion, Tensor};
 
 /// Weights travel between backends as named MessagePack bytes, in f32.
@@ -62,7 +62,7 @@ fn one_step<B>(
     device: &B::Device,
 ) -> Outcome
 where
-    B: Autodiff + NormBackend,
+    B: NormAutodiffBackend,
 {
     let record = Recorder::<B>::load(&WeightBytes::default(), weights.to_vec(), device)
         .expect("the weights were recorded from the same model config");
