@@ -444,7 +444,7 @@ fn trained(name: &str) {
 }
 
 enum RunState {
-    Done(Box<SweepRun>),
+    Done,
     Held(String, Holder),
 }
 
@@ -459,26 +459,24 @@ fn run_point<B: NormAutodiffBackend>(
     let name = config.run_name(p);
     let dir = out.join("runs").join(&name);
     let train_config = config.point_config(p);
-    let done =
-        |s: &TrainSummary| RunState::Done(Box::new(summarize(&train_config, config.norm, s)));
-    if let Some(s) = finished(&dir, train_config.steps) {
-        return Ok(done(&s));
+    if finished(&dir, train_config.steps).is_some() {
+        return Ok(RunState::Done);
     }
     let _lease = match Lease::acquire(&out.join("claims"), &name, stale_after)? {
         Claim::Held(holder) => return Ok(RunState::Held(name, holder)),
         Claim::Acquired(lease) => lease,
     };
     // Another worker may have finished it between the check and the claim.
-    if let Some(s) = finished(&dir, train_config.steps) {
-        return Ok(done(&s));
+    if finished(&dir, train_config.steps).is_some() {
+        return Ok(RunState::Done);
     }
     let options = TrainOptions {
         resume: true,
         ..TrainOptions::default()
     };
-    let summary = train::<B>(&train_config, &dir, &options, device)?;
+    train::<B>(&train_config, &dir, &options, device)?;
     trained(&name);
-    Ok(done(&summary))
+    Ok(RunState::Done)
 }
 
 /// The report of the runs finished in `out`, or the names of those that are not.
@@ -549,7 +547,7 @@ where
         .into_iter()
         .filter_map(|s| match s {
             RunState::Held(name, h) => Some((name, h)),
-            RunState::Done(_) => None,
+            RunState::Done => None,
         })
         .filter(|(name, _)| {
             let steps = config.steps;
