@@ -42,6 +42,10 @@ pub enum Command {
     Sweep(SweepArgs),
     /// Quick versions of A and B, with a report and plots (the main job).
     Demo(DemoArgs),
+    /// A sweep's report from the finished runs in --out alone (exit 2 naming missing runs).
+    Report(ReportArgs),
+    /// Join the directories of a sweep's shards into --out.
+    Merge(MergeArgs),
 }
 
 /// Options every command takes.
@@ -212,6 +216,15 @@ pub struct SweepArgs {
     /// Model width.
     #[arg(long, default_value_t = 32, value_parser = parse_count)]
     d_model: usize,
+    #[command(flatten)]
+    parallel: ParallelArgs,
+    /// Take only the runs whose grid index i has i % N == K (join shards with `merge`).
+    #[arg(long, value_name = "K/N", value_parser = parse_shard)]
+    shard: Option<crate::shard::Shard>,
+    /// Seconds without a heartbeat after which another worker's claim on a run is taken
+    /// over (a claim of a dead process on this host is taken over at once).
+    #[arg(long, default_value_t = 300, value_parser = parse_count)]
+    stale_after: usize,
 }
 
 /// `addnorm demo`.
@@ -219,6 +232,49 @@ pub struct SweepArgs {
 pub struct DemoArgs {
     #[command(flatten)]
     common: CommonArgs,
+    #[command(flatten)]
+    parallel: ParallelArgs,
+}
+
+/// How many runs go at once in this process.
+#[derive(Args, Debug, Clone)]
+pub struct ParallelArgs {
+    /// Runs trained at once in this process. Default: the core count on ndarray, 1 on a GPU.
+    #[arg(long, value_parser = parse_count)]
+    pub jobs: Option<usize>,
+    /// Rayon threads per run. Default: cores / jobs.
+    #[arg(long, value_parser = parse_count)]
+    pub threads: Option<usize>,
+}
+
+impl ParallelArgs {
+    /// The plan for `backend`.
+    pub fn plan(&self, backend: &str) -> crate::jobs::JobPlan {
+        crate::jobs::JobPlan::new(self.jobs, self.threads, backend)
+    }
+}
+
+/// `addnorm report`.
+#[derive(Args, Debug)]
+pub struct ReportArgs {
+    /// The sweep's directory.
+    #[arg(long)]
+    pub out: PathBuf,
+}
+
+/// `addnorm merge`.
+#[derive(Args, Debug)]
+pub struct MergeArgs {
+    /// The shard directories.
+    #[arg(required = true)]
+    pub dirs: Vec<PathBuf>,
+    /// The merged directory (may be one of the shards').
+    #[arg(long)]
+    pub out: PathBuf,
+}
+
+fn parse_shard(s: &str) -> Result<crate::shard::Shard, String> {
+    s.parse()
 }
 
 fn parse_backend(s: &str) -> Result<Kind, String> {
@@ -232,7 +288,8 @@ fn parse_task(s: &str) -> Result<TaskKind, String> {
 
 /// Checks that `--out` can be created and written, before any work starts.
 fn check_writable(out: &Path) -> Result<(), String> {
-    let probe = out.join(".addnorm-write-test");
+    // Unique to the process: workers sharing --out start together.
+    let probe = out.join(format!(".addnorm-write-test-{}", std::process::id()));
     std::fs::create_dir_all(out)
         .and_then(|_| std::fs::write(&probe, b""))
         .and_then(|_| std::fs::remove_file(&probe))
@@ -380,18 +437,19 @@ pub fn main() -> i32 {
             return code;
         }
     };
-    let common = match &cli.command {
-        Command::Train(a) => &a.common,
-        Command::Probe(a) => &a.common,
-        Command::Sweep(a) => &a.common,
-        Command::Demo(a) => &a.common,
+    let (backend, out) = match &cli.command {
+        Command::Train(a) => (Some(a.common.backend), &a.common.out),
+        Command::Probe(a) => (Some(a.common.backend), &a.common.out),
+        Command::Sweep(a) => (Some(a.common.backend), &a.common.out),
+        Command::Demo(a) => (Some(a.common.backend), &a.common.out),
+        Command::Report(a) => (None, &a.out),
+        Command::Merge(a) => (None, &a.out),
     };
     // Both checks come before any work: a missing driver would otherwise panic inside
     // Burn's device thread, and an unwritable --out would lose a finished run.
-    if let Err(message) = common
-        .backend
-        .check_available()
-        .and_then(|()| check_writable(&common.out))
+    if let Err(message) = backend
+        .map_or(Ok(()), |b| b.check_available())
+        .and_then(|()| check_writable(out))
     {
         eprintln!("error: {message}");
         return 2;
@@ -401,6 +459,8 @@ pub fn main() -> i32 {
         Command::Probe(a) => run_probe(a),
         Command::Sweep(a) => crate::sweep::run(a),
         Command::Demo(a) => crate::demo::run(a),
+        Command::Report(a) => crate::collect::run(&a.out),
+        Command::Merge(a) => crate::merge::run(&a.dirs, &a.out),
     };
     match result {
         Ok(code) => code,
@@ -433,9 +493,24 @@ impl SweepArgs {
     pub fn out(&self) -> &Path {
         &self.common.out
     }
+
+    /// How this worker runs.
+    pub fn options(&self) -> crate::sweep::SweepOptions {
+        crate::sweep::SweepOptions {
+            progress: true,
+            plan: self.parallel.plan(self.common.backend.name()),
+            shard: self.shard.unwrap_or_default(),
+            stale_after: std::time::Duration::from_secs(self.stale_after as u64),
+        }
+    }
 }
 
 impl DemoArgs {
+    /// Runs at once, threads per run.
+    pub fn plan(&self) -> crate::jobs::JobPlan {
+        self.parallel.plan(self.common.backend.name())
+    }
+
     /// The output directory.
     pub fn out(&self) -> &Path {
         &self.common.out

@@ -358,8 +358,25 @@ pub fn demo<B>(
 where
     B: NormAutodiffBackend,
 {
+    let plan = crate::jobs::JobPlan::new(None, None, &config.backend);
+    demo_with::<B>(config, out, progress, plan, device)
+}
+
+/// [`demo`], with experiment B's runs trained `plan.jobs` at a time.
+///
+/// # Errors
+/// If `out` cannot be written.
+pub fn demo_with<B>(
+    config: &DemoConfig,
+    out: &Path,
+    progress: bool,
+    plan: crate::jobs::JobPlan,
+    device: &B::Device,
+) -> Result<DemoReport, LabError>
+where
+    B: NormAutodiffBackend,
+{
     let started = Instant::now();
-    let workers = crate::seeded::workers_for(&config.backend);
     // Experiment A.
     let probe = probe_pairs::<B>(&config.probe, &config.pairs, "A: probe", progress, device);
     write_json(&out.join("probe.json"), &probe)?;
@@ -375,8 +392,8 @@ where
                 .flat_map(move |&w| config.seeds.iter().map(move |&s| (p, n, w, s)))
         })
         .collect();
-    let train_bar = crate::seeded::job_bar(jobs.len(), "B: train", progress);
-    let runs = crate::seeded::parallel_map(&jobs, workers, |&(p, n, w, s)| {
+    let train_bar = crate::jobs::runs_bar(jobs.len(), "B: train", progress);
+    let runs = crate::jobs::run_jobs(&jobs, plan, |&(p, n, w, s)| {
         let tc = config.train_config(p, n, w, s);
         let dir = out.join("runs").join(format!("{}-w{w}-s{s}", label(p, n)));
         let summary = train::<B>(&tc, &dir, &TrainOptions::default(), device)?;
@@ -669,7 +686,7 @@ pub fn run(args: &crate::cli::DemoArgs) -> Result<i32, LabError> {
     let out = args.out();
     write_json(&out.join("config.json"), &config)?;
     let report = crate::cli::with_backend!(config.backend.as_str(), |B, device| {
-        demo::<B>(&config, out, true, &device)
+        demo_with::<B>(&config, out, true, args.plan(), &device)
     })?;
     println!("{}", claims_table(&report.claims));
     let reproduced = report.claims.iter().filter(|c| c.reproduced).count();

@@ -55,9 +55,13 @@ impl std::error::Error for LabError {
     }
 }
 
-/// Writes `contents` to `path` atomically: a temporary file beside it, then a rename.
+/// Writes `contents` to `path` atomically: a temporary file beside it, then a rename. The
+/// temporary name is unique to the process and call, so that workers sharing a directory
+/// (and runs sharing a process) never rename each other's half-written files.
 pub fn write_atomic(path: &std::path::Path, contents: &[u8]) -> Result<(), LabError> {
-    let tmp = path.with_extension("tmp");
+    static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tmp = path.with_extension(format!("{}-{call}.tmp", std::process::id()));
     std::fs::write(&tmp, contents).map_err(|e| LabError::io(&tmp, e))?;
     std::fs::rename(&tmp, path).map_err(|e| LabError::io(path, e))
 }

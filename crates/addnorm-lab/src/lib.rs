@@ -14,16 +14,22 @@
 //! `[batch, 2n + 1, vocab]`.
 
 pub mod cli;
+pub mod collect;
+pub mod config_diff;
 pub mod demo;
 pub mod error;
 pub mod gradients;
 pub mod grid;
+pub mod jobs;
+pub mod lease;
 pub mod loss;
+pub mod merge;
 pub mod plot;
 pub mod probe;
 pub mod report;
 pub mod schedule;
 pub mod seeded;
+pub mod shard;
 pub mod sweep;
 pub mod task;
 pub mod train;

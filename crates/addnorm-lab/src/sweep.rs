@@ -20,13 +20,18 @@
 //! Not applicable: a sweep is a grid of [`crate::train`](mod@crate::train) runs.
 
 use std::path::Path;
+use std::time::Duration;
 
 use addnorm::NormAutodiffBackend;
 use addnorm::nn::Placement;
 use serde::{Deserialize, Serialize};
 
+use crate::config_diff::{Difference, first_difference};
 use crate::error::{LabError, read_json, write_json};
 use crate::grid::{NormKind, stack_config};
+use crate::jobs::JobPlan;
+use crate::lease::{Claim, Holder, Lease};
+use crate::shard::Shard;
 use crate::task::Task;
 use crate::train::{TrainConfig, TrainOptions, TrainSummary, train};
 
@@ -167,7 +172,9 @@ impl SweepConfig {
         config.seed = seed;
         config.eval_every = (self.steps / 8).max(1);
         config.stats_every = self.steps;
-        config.checkpoint_every = self.steps;
+        // Four checkpoints a run, so that a run taken over from a dead worker resumes
+        // from at most a quarter back.
+        config.checkpoint_every = (self.steps / 4).max(1);
         config.validation_size = 128;
         config.backend = self.backend.clone();
         config
@@ -332,58 +339,167 @@ pub fn aggregate(
     (cells, configurations)
 }
 
-/// Runs (or continues) the sweep in `out`, writing `sweep.json`.
-///
-/// # Errors
-/// If a run directory cannot be written or read.
-pub fn sweep<B>(
-    config: &SweepConfig,
-    out: &Path,
-    progress: bool,
-    device: &B::Device,
-) -> Result<SweepReport, LabError>
-where
-    B: NormAutodiffBackend,
-{
-    let mut grid = vec![];
-    for &placement in &config.placements {
-        for &depth in &config.depths {
-            for &warmup in &config.warmups {
-                for &lr in &config.learning_rates {
-                    for &seed in &config.seeds {
-                        grid.push((placement, depth, warmup, lr, seed));
+/// One run of the grid, by its position in the grid's fixed order.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct GridPoint {
+    /// The placement.
+    pub placement: Placement,
+    /// Depth.
+    pub depth: usize,
+    /// Warm-up steps.
+    pub warmup: usize,
+    /// Peak LR.
+    pub learning_rate: f64,
+    /// Seed.
+    pub seed: u64,
+}
+
+impl SweepConfig {
+    /// Every run, in the fixed order placement × depth × warm-up × LR × seed.
+    pub fn grid(&self) -> Vec<GridPoint> {
+        let mut grid = vec![];
+        for &placement in &self.placements {
+            for &depth in &self.depths {
+                for &warmup in &self.warmups {
+                    for &learning_rate in &self.learning_rates {
+                        for &seed in &self.seeds {
+                            grid.push(GridPoint {
+                                placement,
+                                depth,
+                                warmup,
+                                learning_rate,
+                                seed,
+                            });
+                        }
                     }
                 }
             }
         }
+        grid
     }
-    let bar = crate::seeded::job_bar(grid.len(), "sweep", progress);
-    let workers = crate::seeded::workers_for(&config.backend);
-    let runs =
-        crate::seeded::parallel_map(&grid, workers, |&(placement, depth, warmup, lr, seed)| {
-            let name = run_name(placement, config.norm, depth, warmup, lr, seed);
-            let dir = out.join("runs").join(&name);
-            let train_config = config.train_config(placement, depth, warmup, lr, seed);
-            let cached: Option<TrainSummary> = read_json(&dir.join("summary.json")).ok();
-            let summary = match cached {
-                Some(s) if s.diverged.is_some() || s.steps_completed == train_config.steps => s,
-                _ => train::<B>(
-                    &train_config,
-                    &dir,
-                    &TrainOptions {
-                        resume: true,
-                        ..TrainOptions::default()
-                    },
-                    device,
-                )?,
-            };
-            bar.set_message(name);
-            bar.inc(1);
-            Ok(summarize(&train_config, config.norm, &summary))
-        })
-        .into_iter()
-        .collect::<Result<Vec<SweepRun>, LabError>>()?;
-    bar.finish_and_clear();
+
+    /// The directory name of a run.
+    pub fn run_name(&self, p: &GridPoint) -> String {
+        run_name(
+            p.placement,
+            self.norm,
+            p.depth,
+            p.warmup,
+            p.learning_rate,
+            p.seed,
+        )
+    }
+
+    /// The training configuration of a run.
+    pub fn point_config(&self, p: &GridPoint) -> TrainConfig {
+        self.train_config(p.placement, p.depth, p.warmup, p.learning_rate, p.seed)
+    }
+}
+
+/// The summary of the run in `dir`, if it is finished (all `steps` done, or diverged).
+pub fn finished(dir: &Path, steps: usize) -> Option<TrainSummary> {
+    let summary: TrainSummary = read_json(&dir.join("summary.json")).ok()?;
+    (summary.diverged.is_some() || summary.steps_completed == steps).then_some(summary)
+}
+
+/// How a sweep worker runs: progress, concurrency, its shard, and when a claim is stale.
+#[derive(Clone, Copy, Debug)]
+pub struct SweepOptions {
+    /// Show a progress bar.
+    pub progress: bool,
+    /// Runs at once, threads per run.
+    pub plan: JobPlan,
+    /// The part of the grid this worker takes.
+    pub shard: Shard,
+    /// A claim whose heartbeat is older than this is taken over.
+    pub stale_after: Duration,
+}
+
+impl Default for SweepOptions {
+    fn default() -> Self {
+        Self {
+            progress: false,
+            plan: JobPlan::sequential(),
+            shard: Shard::default(),
+            stale_after: Duration::from_secs(300),
+        }
+    }
+}
+
+/// What a sweep worker ended with.
+#[derive(Debug)]
+pub enum SweepOutcome {
+    /// Every run is finished; `sweep.json` is written.
+    Complete(SweepReport),
+    /// This worker's runs are finished; others hold these runs (name, holder).
+    Waiting(Vec<(String, Holder)>),
+    /// Every run of this shard is finished (a shard writes no `sweep.json`).
+    ShardDone(usize),
+}
+
+/// Says on standard output which runs this worker trained (a worker's log, and how the
+/// tests check that every run is trained once).
+fn trained(name: &str) {
+    println!("trained {name}");
+}
+
+enum RunState {
+    Done,
+    Held(String, Holder),
+}
+
+/// Trains run `p` unless it is finished or another worker holds it.
+fn run_point<B: NormAutodiffBackend>(
+    config: &SweepConfig,
+    out: &Path,
+    p: &GridPoint,
+    stale_after: Duration,
+    device: &B::Device,
+) -> Result<RunState, LabError> {
+    let name = config.run_name(p);
+    let dir = out.join("runs").join(&name);
+    let train_config = config.point_config(p);
+    if finished(&dir, train_config.steps).is_some() {
+        return Ok(RunState::Done);
+    }
+    let _lease = match Lease::acquire(&out.join("claims"), &name, stale_after)? {
+        Claim::Held(holder) => return Ok(RunState::Held(name, holder)),
+        Claim::Acquired(lease) => lease,
+    };
+    // Another worker may have finished it between the check and the claim.
+    if finished(&dir, train_config.steps).is_some() {
+        return Ok(RunState::Done);
+    }
+    let options = TrainOptions {
+        resume: true,
+        ..TrainOptions::default()
+    };
+    train::<B>(&train_config, &dir, &options, device)?;
+    trained(&name);
+    Ok(RunState::Done)
+}
+
+/// The report of the runs finished in `out`, or the names of those that are not.
+///
+/// # Errors
+/// If `sweep.json` cannot be written.
+pub fn collect(
+    config: &SweepConfig,
+    out: &Path,
+) -> Result<Result<SweepReport, Vec<String>>, LabError> {
+    let mut runs = vec![];
+    let mut missing = vec![];
+    for p in config.grid() {
+        let name = config.run_name(&p);
+        let train_config = config.point_config(&p);
+        match finished(&out.join("runs").join(&name), train_config.steps) {
+            Some(s) => runs.push(summarize(&train_config, config.norm, &s)),
+            None => missing.push(name),
+        }
+    }
+    if !missing.is_empty() {
+        return Ok(Err(missing));
+    }
     let (cells, configurations) = aggregate(config, &runs);
     let report = SweepReport {
         config: config.clone(),
@@ -392,18 +508,126 @@ where
         configurations,
     };
     write_json(&out.join("sweep.json"), &report)?;
-    Ok(report)
+    Ok(Ok(report))
 }
 
-/// `addnorm sweep`: runs the grid and prints the per-cell and per-configuration tables.
+/// Runs (or continues) this worker's share of the sweep in `out`; writes `sweep.json` once
+/// every run of the grid is finished. Any number of workers may share `out`.
+///
+/// # Errors
+/// If a run directory cannot be written or read.
+pub fn sweep<B>(
+    config: &SweepConfig,
+    out: &Path,
+    options: &SweepOptions,
+    device: &B::Device,
+) -> Result<SweepOutcome, LabError>
+where
+    B: NormAutodiffBackend,
+{
+    let mine: Vec<GridPoint> = config
+        .grid()
+        .into_iter()
+        .enumerate()
+        .filter(|(i, _)| options.shard.takes(*i))
+        .map(|(_, p)| p)
+        .collect();
+    let bar = crate::jobs::runs_bar(mine.len(), "sweep", options.progress);
+    let states = crate::jobs::run_jobs(&mine, options.plan, |p| {
+        let state = run_point::<B>(config, out, p, options.stale_after, device);
+        bar.set_message(config.run_name(p));
+        bar.inc(1);
+        state
+    })
+    .into_iter()
+    .collect::<Result<Vec<RunState>, LabError>>()?;
+    bar.finish_and_clear();
+    // A run held when this worker reached it may have finished since.
+    let held: Vec<(String, Holder)> = states
+        .into_iter()
+        .filter_map(|s| match s {
+            RunState::Held(name, h) => Some((name, h)),
+            RunState::Done => None,
+        })
+        .filter(|(name, _)| {
+            let steps = config.steps;
+            finished(&out.join("runs").join(name), steps).is_none()
+        })
+        .collect();
+    if !held.is_empty() {
+        return Ok(SweepOutcome::Waiting(held));
+    }
+    if !options.shard.is_whole() {
+        return Ok(SweepOutcome::ShardDone(mine.len()));
+    }
+    match collect(config, out)? {
+        Ok(report) => Ok(SweepOutcome::Complete(report)),
+        // Only a worker on another shard can leave runs missing here.
+        Err(missing) => Ok(SweepOutcome::Waiting(
+            missing
+                .into_iter()
+                .map(|name| (name, Holder::unknown()))
+                .collect(),
+        )),
+    }
+}
+
+/// Checks `config` against the sweep already in `out`, if any, and saves it otherwise.
+/// Returns the first difference, which makes the caller exit with code 2.
+///
+/// # Errors
+/// If `config.json` cannot be read or written.
+pub fn adopt_config(config: &SweepConfig, out: &Path) -> Result<Option<Difference>, LabError> {
+    let path = out.join("config.json");
+    if path.exists() {
+        let existing: SweepConfig = read_json(&path)?;
+        return Ok(first_difference(&existing, config));
+    }
+    write_json(&path, config)?;
+    Ok(None)
+}
+
+/// Prints what a worker ended with; the exit code is 0 in every case.
+pub fn print_outcome(outcome: &SweepOutcome, out: &Path) {
+    match outcome {
+        SweepOutcome::Complete(report) => {
+            print!("{}", crate::report::sweep_tables(report));
+            println!("files: {}", out.join("sweep.json").display());
+        }
+        SweepOutcome::Waiting(held) => {
+            println!(
+                "this worker is done; {} runs are still held by other workers, so the report is \
+                 left to the last of them (or to `addnorm report --out {}`):",
+                held.len(),
+                out.display()
+            );
+            for (name, holder) in held {
+                println!("  {name}: {holder}");
+            }
+        }
+        SweepOutcome::ShardDone(n) => println!(
+            "shard finished: {n} runs in {}; join the shards with `addnorm merge DIR... --out DIR`",
+            out.display()
+        ),
+    }
+}
+
+/// `addnorm sweep`: runs this worker's share of the grid and prints the tables once every
+/// run is finished.
 pub fn run(args: &crate::cli::SweepArgs) -> Result<i32, LabError> {
     let config = args.config();
     let out = args.out();
-    write_json(&out.join("config.json"), &config)?;
-    let report = crate::cli::with_backend!(config.backend.as_str(), |B, device| {
-        sweep::<B>(&config, out, true, &device)
+    if let Some(d) = adopt_config(&config, out)? {
+        eprintln!(
+            "error: --out {} holds a sweep of another configuration ({d}); use another --out",
+            out.display()
+        );
+        return Ok(2);
+    }
+    let options = args.options();
+    let outcome = crate::cli::with_backend!(config.backend.as_str(), |B, device| {
+        sweep::<B>(&config, out, &options, &device)
     })?;
-    print!("{}", crate::report::sweep_tables(&report));
-    println!("files: {}", out.join("sweep.json").display());
+    print_outcome(&outcome, out);
     Ok(0)
 }

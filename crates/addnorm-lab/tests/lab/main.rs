@@ -10,6 +10,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+mod workers;
+
 use addnorm::backend::ndarray::{AutodiffBackend as B, device};
 use addnorm::nn::{Placement, TransformerStack, TransformerStackConfig};
 use addnorm_lab::grid::NormKind;
@@ -431,7 +433,7 @@ fn config_json_round_trips_and_metrics_csv_has_one_row_per_step() {
 }
 
 /// Runs the `addnorm` binary this test suite was built with.
-fn addnorm(args: &[&str]) -> Output {
+fn addnorm<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_addnorm"))
         .args(args)
         .output()
