@@ -37,12 +37,11 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use addnorm::nn::{LayerNormConfig, RmsNormConfig};
+use addnorm_kernels::NormAutodiffBackend;
 use addnorm_kernels::RowNormSpec;
 use addnorm_kernels::cpu::memory::zeroed_output;
 use addnorm_kernels::cpu::{backward::backward_in_place, forward::forward, plan::RowPlan};
-use addnorm_kernels::{NormAutodiffBackend, NormBackend};
 use burn::backend::{Autodiff, NdArray};
-use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::{Distribution, Tensor};
 use rayon::prelude::*;
 

@@ -430,7 +430,7 @@ impl Default for SweepOptions {
 #[derive(Debug)]
 pub enum SweepOutcome {
     /// Every run is finished; `sweep.json` is written.
-    Complete(SweepReport),
+    Complete(Box<SweepReport>),
     /// This worker's runs are finished; others hold these runs (name, holder).
     Waiting(Vec<(String, Holder)>),
     /// Every run of this shard is finished (a shard writes no `sweep.json`).
@@ -561,7 +561,7 @@ where
         return Ok(SweepOutcome::ShardDone(mine.len()));
     }
     match collect(config, out)? {
-        Ok(report) => Ok(SweepOutcome::Complete(report)),
+        Ok(report) => Ok(SweepOutcome::Complete(Box::new(report))),
         // Only a worker on another shard can leave runs missing here.
         Err(missing) => Ok(SweepOutcome::Waiting(
             missing
