@@ -16,7 +16,7 @@
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use indicatif::{ProgressBar, ProgressStyle};
+use indicatif::ProgressBar;
 
 /// How many runs go at once, and how many rayon threads each run gets.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -53,17 +53,7 @@ impl JobPlan {
 /// A progress bar over `len` runs: runs done / total, elapsed time and ETA; hidden unless
 /// `visible`.
 pub fn runs_bar(len: usize, label: &str, visible: bool) -> ProgressBar {
-    if !visible {
-        return ProgressBar::hidden();
-    }
-    let bar = ProgressBar::new(len as u64);
-    bar.set_style(
-        ProgressStyle::with_template(&format!(
-            "{label} [{{elapsed_precise}}] {{bar:28.cyan/blue}} {{pos}}/{{len}} runs, ETA {{eta}} {{msg}}"
-        ))
-        .expect("valid template"),
-    );
-    bar
+    crate::seeded::counted_bar(len, label, " runs, ETA {eta}", visible)
 }
 
 /// Applies `f` to every item, `plan.jobs` items at a time, each call inside its worker's

@@ -87,13 +87,20 @@ pub fn reseed<B: Backend>(device: &B::Device, seed: u64) {
 
 /// A progress bar over `len` independent jobs, labelled `label`; hidden unless `visible`.
 pub fn job_bar(len: usize, label: &str, visible: bool) -> ProgressBar {
+    counted_bar(len, label, "", visible)
+}
+
+/// A progress bar over `len` items: `label`, elapsed time, the bar, `done/len`, then
+/// `counts` (more indicatif fields, such as `" runs, ETA {eta}"`) and the message; hidden
+/// unless `visible`.
+pub fn counted_bar(len: usize, label: &str, counts: &str, visible: bool) -> ProgressBar {
     if !visible {
         return ProgressBar::hidden();
     }
     let bar = ProgressBar::new(len as u64);
     bar.set_style(
         ProgressStyle::with_template(&format!(
-            "{label} [{{elapsed_precise}}] {{bar:28.cyan/blue}} {{pos}}/{{len}} {{msg}}"
+            "{label} [{{elapsed_precise}}] {{bar:28.cyan/blue}} {{pos}}/{{len}}{counts} {{msg}}"
         ))
         .expect("valid template"),
     );
