@@ -26,7 +26,8 @@ fn main() {
         false,
         &addnorm::backend::ndarray::device(),
     )
-    .expect("the demo runs");
+    .expect("the demo runs")
+    .expect("no other worker shares the directory");
     let seconds = started.elapsed().as_secs_f64();
     let steps: usize = report.runs.iter().map(|r| r.losses.len()).sum();
     let reproduced = report.claims.iter().filter(|c| c.reproduced).count();

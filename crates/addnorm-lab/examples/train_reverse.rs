@@ -4,7 +4,16 @@
 //! ```text
 //! cargo run --release --example train_reverse --features learner
 //! cargo run --release --example train_reverse --features learner,wgpu   # on wgpu
+//! cargo run --release --example train_reverse --features learner -- --devices 2
 //! ```
+//!
+//! `--devices N` trains with burn-train's multi-device strategy
+//! (`ExecutionStrategy::MultiDevice`, optimizer on the main device): each batch is split
+//! across N workers of the same backend device (`NdArrayDevice::Cpu` N times on the CPU;
+//! on wgpu the default device N times, or pass distinct `WgpuDevice`s on a multi-GPU
+//! machine), their gradients summed on the first. Our fused LayerNorm and attention
+//! kernels run on every worker; the final numbers should match a single-device run's
+//! within a few tenths of a percent (PERFORMANCE.md, "Several devices").
 //!
 //! The `learner` feature (`burn/train` + `burn/tui`) is off by default because burn-train
 //! and its dependencies take several minutes to compile, so plain `cargo test` skips this
@@ -60,7 +69,10 @@ use burn::train::renderer::{
     EvaluationName, EvaluationProgress, MetricState, MetricsRenderer, MetricsRendererEvaluation,
     MetricsRendererTraining, ProgressType, TrainingProgress,
 };
-use burn::train::{InferenceStep, Learner, SupervisedTraining, TrainOutput, TrainStep};
+use burn::train::{
+    ExecutionStrategy, InferenceStep, Learner, MultiDeviceOptim, SupervisedTraining, TrainOutput,
+    TrainStep, TrainingStrategy,
+};
 
 /// The padding id: never a target, so the accuracy metric skips the positions set to it.
 const PAD: usize = 0;
@@ -418,7 +430,27 @@ impl MetricsRenderer for PlainRenderer {
     }
 }
 
+/// `--devices N` from the command line (1 if absent); exits 2 on a bad value.
+fn devices_arg() -> usize {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.as_slice() {
+        [] => 1,
+        [flag, n] if flag == "--devices" => match n.parse::<usize>() {
+            Ok(n) if n >= 1 => n,
+            _ => {
+                eprintln!("error: --devices takes a positive integer, got {n:?}");
+                std::process::exit(2);
+            }
+        },
+        _ => {
+            eprintln!("usage: train_reverse [--devices N]");
+            std::process::exit(2);
+        }
+    }
+}
+
 fn main() {
+    let workers = devices_arg();
     let device = device();
     let artifacts = std::env::temp_dir().join("addnorm-train-reverse");
     // The metric logs of an earlier run would be read back into this run's summary.
@@ -469,6 +501,14 @@ fn main() {
         .metric_train_numeric(LearningRateMetric::new())
         .num_epochs(EPOCHS)
         .summary();
+    if workers > 1 {
+        println!("multi-device training: {workers} workers on {device:?}");
+        training =
+            training.with_training_strategy(TrainingStrategy::Default(ExecutionStrategy::multi(
+                vec![device.clone(); workers],
+                MultiDeviceOptim::OptimMainDevice,
+            )));
+    }
     if !std::io::stdout().is_terminal() {
         training = training.renderer(PlainRenderer::new(25));
     }

@@ -232,8 +232,16 @@ pub struct SweepArgs {
 pub struct DemoArgs {
     #[command(flatten)]
     common: CommonArgs,
+    /// Seeds of both experiments. Default: 3 per job, up to 10 (the time saved by running
+    /// runs at once goes to more seeds).
+    #[arg(long, value_parser = parse_count)]
+    seeds: Option<usize>,
     #[command(flatten)]
     parallel: ParallelArgs,
+    /// Seconds without a heartbeat after which another worker's claim is taken over (a
+    /// claim of a dead process on this host is taken over at once).
+    #[arg(long, default_value_t = 300, value_parser = parse_count)]
+    stale_after: usize,
 }
 
 /// How many runs go at once in this process.
@@ -506,9 +514,19 @@ impl SweepArgs {
 }
 
 impl DemoArgs {
-    /// Runs at once, threads per run.
-    pub fn plan(&self) -> crate::jobs::JobPlan {
-        self.parallel.plan(self.common.backend.name())
+    /// How this worker runs.
+    pub fn options(&self) -> crate::demo::DemoOptions {
+        crate::demo::DemoOptions {
+            progress: true,
+            plan: self.parallel.plan(self.common.backend.name()),
+            stale_after: std::time::Duration::from_secs(self.stale_after as u64),
+        }
+    }
+
+    /// Seeds of both experiments: `--seeds`, or [`crate::demo::default_seeds`] for the plan.
+    pub fn seeds(&self) -> usize {
+        self.seeds
+            .unwrap_or_else(|| crate::demo::default_seeds(self.options().plan))
     }
 
     /// The output directory.

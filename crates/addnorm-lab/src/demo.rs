@@ -13,24 +13,36 @@
 //! `last_layer_vs_depth.png`, `loss_curves.png`, `residual_growth.png`, `probe.json`,
 //! and one run directory per training run under `runs/`.
 //!
+//! # Workers
+//! Any number of `addnorm demo` processes may share one `--out` (one machine, or several
+//! over NFS). Experiment A (the part named `probe`) and each run of B are claimed before
+//! they are computed ([`crate::worker`], [`crate::lease`]); a dead worker's part is taken
+//! over. The worker that finds every part finished writes the report; the others name the
+//! parts still held and exit 0. Rerunning the demo into the same `--out` reuses what is
+//! finished. Within a process, `--jobs` runs (and probe cells) go at once.
+//!
 //! # Shapes
 //! Not applicable: a driver over [`crate::probe`] and [`crate::train`](mod@crate::train).
 
 use std::fmt::Write as _;
 use std::path::Path;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use addnorm::NormAutodiffBackend;
 use addnorm::nn::Placement;
 use serde::{Deserialize, Serialize};
 
-use crate::error::{LabError, write_json};
+use crate::config_diff::{Difference, first_difference};
+use crate::error::{LabError, read_json, write_json};
 use crate::grid::{NormKind, stack_config};
+use crate::jobs::JobPlan;
+use crate::lease::{self, Holder, Lease};
 use crate::plot::{Band, Chart, Series, save_png};
 use crate::probe::{ProbeConfig, ProbeReport, ProbeResult, probe_pairs};
 use crate::sweep::{SweepRun, summarize};
 use crate::task::{Task, TaskKind};
-use crate::train::{TrainConfig, TrainOptions, train};
+use crate::train::TrainConfig;
+use crate::worker::{RunState, finished, still_held, train_claimed};
 
 /// What the demo runs. Saved as `config.json`.
 #[derive(Serialize, Deserialize, Clone, Debug)]
@@ -97,6 +109,14 @@ impl DemoConfig {
         }
     }
 
+    /// The same demo with `n` seeds (from the first seed on) in both experiments.
+    pub fn with_seeds(mut self, n: usize) -> Self {
+        let first = self.seeds.first().copied().unwrap_or(0);
+        self.seeds = (first..first + n as u64).collect();
+        self.probe.seeds = self.seeds.clone();
+        self
+    }
+
     /// The training configuration of one experiment-B run.
     pub fn train_config(
         &self,
@@ -125,6 +145,14 @@ impl DemoConfig {
         config.backend = self.backend.clone();
         config
     }
+}
+
+/// The demo's default seed count for `plan`: 3 per job beyond the first, from 3 up to 10.
+///
+/// Both experiments run `plan.jobs` cells at once, so on a 2-core machine the demo runs
+/// 5 seeds in about the time 3 took one at a time (see PERFORMANCE.md, "Sweep throughput").
+pub fn default_seeds(plan: JobPlan) -> usize {
+    (3 + 2 * (plan.jobs.max(1) - 1)).min(10)
 }
 
 /// One published claim and what we measured.
@@ -345,7 +373,41 @@ pub fn evaluate_claims(config: &DemoConfig, probe: &ProbeReport, runs: &[SweepRu
     claims
 }
 
-/// Runs both experiments and writes every output into `out`.
+/// How a demo worker runs: progress, concurrency, and when another worker's claim is stale.
+#[derive(Clone, Copy, Debug)]
+pub struct DemoOptions {
+    /// Show progress bars.
+    pub progress: bool,
+    /// Runs (and probe cells) at once, threads per run.
+    pub plan: JobPlan,
+    /// A claim whose heartbeat is older than this is taken over.
+    pub stale_after: Duration,
+}
+
+impl DemoOptions {
+    /// The default plan for `backend`, progress bars as `progress` says.
+    pub fn new(backend: &str, progress: bool) -> Self {
+        Self {
+            progress,
+            plan: JobPlan::new(None, None, backend),
+            stale_after: Duration::from_secs(300),
+        }
+    }
+}
+
+/// What a demo worker did and ended with.
+#[derive(Debug, Default)]
+pub struct DemoOutcome {
+    /// The parts this worker computed: `probe` (experiment A) and run names (B).
+    pub computed: Vec<String>,
+    /// The report, written by this worker because every part was finished.
+    pub report: Option<Box<DemoReport>>,
+    /// The parts other workers still held when this one finished (name, holder).
+    pub held: Vec<(String, Holder)>,
+}
+
+/// Runs both experiments with the default options and writes every output into `out`;
+/// `None` if other workers on `out` still hold parts of it.
 ///
 /// # Errors
 /// If `out` cannot be written.
@@ -354,35 +416,19 @@ pub fn demo<B>(
     out: &Path,
     progress: bool,
     device: &B::Device,
-) -> Result<DemoReport, LabError>
+) -> Result<Option<DemoReport>, LabError>
 where
     B: NormAutodiffBackend,
 {
-    let plan = crate::jobs::JobPlan::new(None, None, &config.backend);
-    demo_with::<B>(config, out, progress, plan, device)
+    let options = DemoOptions::new(&config.backend, progress);
+    Ok(demo_with::<B>(config, out, &options, device)?
+        .report
+        .map(|r| *r))
 }
 
-/// [`demo`], with experiment B's runs trained `plan.jobs` at a time.
-///
-/// # Errors
-/// If `out` cannot be written.
-pub fn demo_with<B>(
-    config: &DemoConfig,
-    out: &Path,
-    progress: bool,
-    plan: crate::jobs::JobPlan,
-    device: &B::Device,
-) -> Result<DemoReport, LabError>
-where
-    B: NormAutodiffBackend,
-{
-    let started = Instant::now();
-    // Experiment A.
-    let probe = probe_pairs::<B>(&config.probe, &config.pairs, "A: probe", progress, device);
-    write_json(&out.join("probe.json"), &probe)?;
-
-    // Experiment B.
-    let jobs: Vec<(Placement, NormKind, usize, u64)> = config
+/// Experiment B's runs: (placement, norm, warm-up, seed), in report order.
+fn training_runs(config: &DemoConfig) -> Vec<(Placement, NormKind, usize, u64)> {
+    config
         .pairs
         .iter()
         .flat_map(|&(p, n)| {
@@ -391,20 +437,131 @@ where
                 .iter()
                 .flat_map(move |&w| config.seeds.iter().map(move |&s| (p, n, w, s)))
         })
-        .collect();
-    let train_bar = crate::jobs::runs_bar(jobs.len(), "B: train", progress);
-    let runs = crate::jobs::run_jobs(&jobs, plan, |&(p, n, w, s)| {
+        .collect()
+}
+
+/// The run directory name of one experiment-B run.
+fn run_name(p: Placement, n: NormKind, w: usize, s: u64) -> String {
+    format!("{}-w{w}-s{s}", label(p, n))
+}
+
+/// Experiment A, claimed as the part named `probe`: computed here (`Done { trained:
+/// true }`) unless `probe.json` is written (`Done { trained: false }`) or a live worker
+/// holds it.
+fn claimed_probe<B: NormAutodiffBackend>(
+    config: &DemoConfig,
+    out: &Path,
+    options: &DemoOptions,
+    device: &B::Device,
+) -> Result<RunState, LabError> {
+    let path = out.join("probe.json");
+    if path.exists() {
+        return Ok(RunState::Done { trained: false });
+    }
+    let _lease = match Lease::acquire(&out.join("claims"), PROBE_PART, options.stale_after)? {
+        lease::Claim::Held(holder) => return Ok(RunState::Held(PROBE_PART.into(), holder)),
+        lease::Claim::Acquired(lease) => lease,
+    };
+    if path.exists() {
+        return Ok(RunState::Done { trained: false });
+    }
+    let (pairs, plan) = (&config.pairs, options.plan);
+    let report = probe_pairs::<B>(
+        &config.probe,
+        pairs,
+        "A: probe",
+        options.progress,
+        plan,
+        device,
+    );
+    write_json(&path, &report)?;
+    Ok(RunState::Done { trained: true })
+}
+
+/// The claim name of experiment A.
+const PROBE_PART: &str = "probe";
+
+/// Experiment B: trains every run no live worker holds, `plan.jobs` at a time; returns
+/// each run's state, in report order.
+fn train_unclaimed<B: NormAutodiffBackend>(
+    config: &DemoConfig,
+    out: &Path,
+    options: &DemoOptions,
+    device: &B::Device,
+) -> Result<Vec<RunState>, LabError> {
+    let runs = training_runs(config);
+    let bar = crate::jobs::runs_bar(runs.len(), "B: train", options.progress);
+    let states = crate::jobs::run_jobs(&runs, options.plan, |&(p, n, w, s)| {
         let tc = config.train_config(p, n, w, s);
-        let dir = out.join("runs").join(format!("{}-w{w}-s{s}", label(p, n)));
-        let summary = train::<B>(&tc, &dir, &TrainOptions::default(), device)?;
-        train_bar.set_message(format!("{} warm-up {w}", label(p, n)));
-        train_bar.inc(1);
-        Ok(summarize(&tc, n, &summary))
+        let name = run_name(p, n, w, s);
+        let state = train_claimed::<B>(out, &name, &tc, options.stale_after, device);
+        bar.set_message(format!("{} warm-up {w}", label(p, n)));
+        bar.inc(1);
+        state
     })
     .into_iter()
-    .collect::<Result<Vec<SweepRun>, LabError>>()?;
-    train_bar.finish_and_clear();
+    .collect::<Result<Vec<RunState>, LabError>>()?;
+    bar.finish_and_clear();
+    Ok(states)
+}
 
+/// Experiment B's summaries, in report order; every run must be finished.
+fn finished_runs(config: &DemoConfig, out: &Path) -> Result<Vec<SweepRun>, LabError> {
+    training_runs(config)
+        .into_iter()
+        .map(|(p, n, w, s)| {
+            let tc = config.train_config(p, n, w, s);
+            let dir = out.join("runs").join(run_name(p, n, w, s));
+            finished(&dir, tc.steps)
+                .map(|summary| summarize(&tc, n, &summary))
+                .ok_or_else(|| LabError::Invalid(format!("run {} is not finished", dir.display())))
+        })
+        .collect()
+}
+
+/// Runs this worker's share of both experiments in `out` (any number of workers may share
+/// it: each probe and training run is claimed before it is computed), then, once every
+/// part is finished, writes the report and plots.
+///
+/// # Errors
+/// If `out` cannot be written.
+pub fn demo_with<B>(
+    config: &DemoConfig,
+    out: &Path,
+    options: &DemoOptions,
+    device: &B::Device,
+) -> Result<DemoOutcome, LabError>
+where
+    B: NormAutodiffBackend,
+{
+    let started = Instant::now();
+    let mut states = vec![claimed_probe::<B>(config, out, options, device)?];
+    states.extend(train_unclaimed::<B>(config, out, options, device)?);
+    let names = std::iter::once(PROBE_PART.to_string()).chain(
+        training_runs(config)
+            .into_iter()
+            .map(|(p, n, w, s)| run_name(p, n, w, s)),
+    );
+    let computed = names
+        .zip(&states)
+        .filter(|(_, s)| matches!(s, RunState::Done { trained: true }))
+        .map(|(name, _)| name)
+        .collect();
+    // A part held when this worker reached it may have been finished since.
+    let probe_path = out.join("probe.json");
+    let held = still_held(states, out, |_| config.steps)
+        .into_iter()
+        .filter(|(name, _)| name != PROBE_PART || !probe_path.exists())
+        .collect::<Vec<_>>();
+    if !held.is_empty() {
+        return Ok(DemoOutcome {
+            computed,
+            report: None,
+            held,
+        });
+    }
+    let probe: ProbeReport = read_json(&probe_path)?;
+    let runs = finished_runs(config, out)?;
     let claims = evaluate_claims(config, &probe, &runs);
     let report = DemoReport {
         config: config.clone(),
@@ -417,7 +574,11 @@ where
     write_json(&out.join("demo.json"), &report)?;
     std::fs::write(out.join("report.md"), markdown(&report))
         .map_err(|e| LabError::io(out.join("report.md"), e))?;
-    Ok(report)
+    Ok(DemoOutcome {
+        computed,
+        report: Some(Box::new(report)),
+        held: vec![],
+    })
 }
 
 fn draw_plots(report: &DemoReport, out: &Path) -> Result<(), LabError> {
@@ -680,21 +841,65 @@ fn markdown(report: &DemoReport) -> String {
     s
 }
 
+/// Saves `config` into `out`, or checks it against the demo already there; returns the
+/// first difference, which makes the caller exit with code 2.
+///
+/// # Errors
+/// If `config.json` cannot be read or written.
+pub fn adopt_config(config: &DemoConfig, out: &Path) -> Result<Option<Difference>, LabError> {
+    let path = out.join("config.json");
+    if path.exists() {
+        let existing: DemoConfig = read_json(&path)?;
+        return Ok(first_difference(&existing, config));
+    }
+    write_json(&path, config)?;
+    Ok(None)
+}
+
+/// Prints what a worker ended with.
+fn print_outcome(outcome: &DemoOutcome, out: &Path) {
+    match &outcome.report {
+        Some(report) => {
+            println!("{}", claims_table(&report.claims));
+            let reproduced = report.claims.iter().filter(|c| c.reproduced).count();
+            println!(
+                "{reproduced}/{} claims reproduced in {:.0} s. Report: {}",
+                report.claims.len(),
+                report.wall_seconds,
+                out.join("report.md").display()
+            );
+        }
+        None => {
+            let held = &outcome.held;
+            println!(
+                "this worker is done; {} parts are still held by other workers, so the report \
+                 is left to the last of them (rerun `addnorm demo` with the same --out to \
+                 take over a dead worker's part):",
+                held.len()
+            );
+            for (name, holder) in held {
+                println!("  {name}: {holder}");
+            }
+        }
+    }
+}
+
 /// `addnorm demo`.
 pub fn run(args: &crate::cli::DemoArgs) -> Result<i32, LabError> {
-    let config = DemoConfig::quick(args.backend(), args.seed());
+    let options = args.options();
+    let config = DemoConfig::quick(args.backend(), args.seed()).with_seeds(args.seeds());
     let out = args.out();
-    write_json(&out.join("config.json"), &config)?;
-    let report = crate::cli::with_backend!(config.backend.as_str(), |B, device| {
-        demo_with::<B>(&config, out, true, args.plan(), &device)
+    if let Some(d) = adopt_config(&config, out)? {
+        eprintln!(
+            "error: --out {} holds a demo of another configuration ({d}); use another --out \
+             or the same flags",
+            out.display()
+        );
+        return Ok(2);
+    }
+    let outcome = crate::cli::with_backend!(config.backend.as_str(), |B, device| {
+        demo_with::<B>(&config, out, &options, &device)
     })?;
-    println!("{}", claims_table(&report.claims));
-    let reproduced = report.claims.iter().filter(|c| c.reproduced).count();
-    println!(
-        "{reproduced}/{} claims reproduced in {:.0} s. Report: {}",
-        report.claims.len(),
-        report.wall_seconds,
-        out.join("report.md").display()
-    );
+    print_outcome(&outcome, out);
     Ok(0)
 }

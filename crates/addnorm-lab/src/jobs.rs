@@ -16,7 +16,7 @@
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use indicatif::ProgressBar;
+use indicatif::{ProgressBar, ProgressStyle};
 
 /// How many runs go at once, and how many rayon threads each run gets.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -53,7 +53,29 @@ impl JobPlan {
 /// A progress bar over `len` runs: runs done / total, elapsed time and ETA; hidden unless
 /// `visible`.
 pub fn runs_bar(len: usize, label: &str, visible: bool) -> ProgressBar {
-    crate::seeded::counted_bar(len, label, " runs, ETA {eta}", visible)
+    counted_bar(len, label, " runs, ETA {eta}", visible)
+}
+
+/// A progress bar over `len` independent jobs, labelled `label`; hidden unless `visible`.
+pub fn job_bar(len: usize, label: &str, visible: bool) -> ProgressBar {
+    counted_bar(len, label, "", visible)
+}
+
+/// A progress bar over `len` items: `label`, elapsed time, the bar, `done/len`, then
+/// `counts` (more indicatif fields, such as `" runs, ETA {eta}"`) and the message; hidden
+/// unless `visible`.
+fn counted_bar(len: usize, label: &str, counts: &str, visible: bool) -> ProgressBar {
+    if !visible {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new(len as u64);
+    bar.set_style(
+        ProgressStyle::with_template(&format!(
+            "{label} [{{elapsed_precise}}] {{bar:28.cyan/blue}} {{pos}}/{{len}}{counts} {{msg}}"
+        ))
+        .expect("valid template"),
+    );
+    bar
 }
 
 /// Applies `f` to every item, `plan.jobs` items at a time, each call inside its worker's

@@ -33,6 +33,7 @@ pub mod shard;
 pub mod sweep;
 pub mod task;
 pub mod train;
+pub mod worker;
 
 pub use error::LabError;
 pub use task::{Task, TaskKind};

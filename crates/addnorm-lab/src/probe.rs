@@ -231,13 +231,14 @@ pub fn fit_slopes(config: &ProbeConfig, results: &[ProbeResult]) -> Vec<SlopeFit
     fits
 }
 
-/// Runs `pairs` × depths × seeds on the configured model (in parallel where the backend
-/// allows) and fits the slopes. `label` names the progress bar.
+/// Runs `pairs` × depths × seeds on the configured model, `plan.jobs` cells at a time, and
+/// fits the slopes. `label` names the progress bar.
 pub fn probe_pairs<B>(
     config: &ProbeConfig,
     pairs: &[(Placement, NormKind)],
     label: &str,
     progress: bool,
+    plan: crate::jobs::JobPlan,
     device: &B::Device,
 ) -> ProbeReport
 where
@@ -252,15 +253,13 @@ where
                 .flat_map(move |&d| config.seeds.iter().map(move |&s| (p, n, d, s)))
         })
         .collect();
-    let bar = crate::seeded::job_bar(cells.len(), label, progress);
-    let workers = crate::seeded::workers_for(&config.backend);
-    let results =
-        crate::seeded::parallel_map(&cells, workers, |&(placement, norm, depth, seed)| {
-            let result = probe_one::<B>(config, placement, norm, depth, seed, device);
-            bar.set_message(format!("{placement}-{} L={depth} seed {seed}", norm.name()));
-            bar.inc(1);
-            result
-        });
+    let bar = crate::jobs::job_bar(cells.len(), label, progress);
+    let results = crate::jobs::run_jobs(&cells, plan, |&(placement, norm, depth, seed)| {
+        let result = probe_one::<B>(config, placement, norm, depth, seed, device);
+        bar.set_message(format!("{placement}-{} L={depth} seed {seed}", norm.name()));
+        bar.inc(1);
+        result
+    });
     bar.finish_and_clear();
     ProbeReport {
         slopes: fit_slopes(config, &results),
@@ -287,7 +286,8 @@ where
         .iter()
         .flat_map(|&p| config.norms.iter().map(move |&n| (p, n)))
         .collect();
-    let report = probe_pairs::<B>(config, &pairs, "probe", progress, device);
+    let plan = crate::jobs::JobPlan::new(None, None, &config.backend);
+    let report = probe_pairs::<B>(config, &pairs, "probe", progress, plan, device);
     if let Some(out) = out {
         std::fs::create_dir_all(out).map_err(|e| LabError::io(out, e))?;
         write_json(&out.join("probe.json"), &report)?;

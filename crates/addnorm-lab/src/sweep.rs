@@ -30,10 +30,12 @@ use crate::config_diff::{Difference, first_difference};
 use crate::error::{LabError, read_json, write_json};
 use crate::grid::{NormKind, stack_config};
 use crate::jobs::JobPlan;
-use crate::lease::{Claim, Holder, Lease};
+use crate::lease::Holder;
 use crate::shard::Shard;
 use crate::task::Task;
-use crate::train::{TrainConfig, TrainOptions, TrainSummary, train};
+use crate::train::{TrainConfig, TrainSummary};
+pub use crate::worker::finished;
+use crate::worker::{RunState, still_held, train_claimed};
 
 /// The grid of a sweep. Saved in `sweep.json`.
 #[derive(Serialize, Deserialize, Clone, Debug)]
@@ -396,12 +398,6 @@ impl SweepConfig {
     }
 }
 
-/// The summary of the run in `dir`, if it is finished (all `steps` done, or diverged).
-pub fn finished(dir: &Path, steps: usize) -> Option<TrainSummary> {
-    let summary: TrainSummary = read_json(&dir.join("summary.json")).ok()?;
-    (summary.diverged.is_some() || summary.steps_completed == steps).then_some(summary)
-}
-
 /// How a sweep worker runs: progress, concurrency, its shard, and when a claim is stale.
 #[derive(Clone, Copy, Debug)]
 pub struct SweepOptions {
@@ -437,17 +433,6 @@ pub enum SweepOutcome {
     ShardDone(usize),
 }
 
-/// Says on standard output which runs this worker trained (a worker's log, and how the
-/// tests check that every run is trained once).
-fn trained(name: &str) {
-    println!("trained {name}");
-}
-
-enum RunState {
-    Done,
-    Held(String, Holder),
-}
-
 /// Trains run `p` unless it is finished or another worker holds it.
 fn run_point<B: NormAutodiffBackend>(
     config: &SweepConfig,
@@ -457,26 +442,7 @@ fn run_point<B: NormAutodiffBackend>(
     device: &B::Device,
 ) -> Result<RunState, LabError> {
     let name = config.run_name(p);
-    let dir = out.join("runs").join(&name);
-    let train_config = config.point_config(p);
-    if finished(&dir, train_config.steps).is_some() {
-        return Ok(RunState::Done);
-    }
-    let _lease = match Lease::acquire(&out.join("claims"), &name, stale_after)? {
-        Claim::Held(holder) => return Ok(RunState::Held(name, holder)),
-        Claim::Acquired(lease) => lease,
-    };
-    // Another worker may have finished it between the check and the claim.
-    if finished(&dir, train_config.steps).is_some() {
-        return Ok(RunState::Done);
-    }
-    let options = TrainOptions {
-        resume: true,
-        ..TrainOptions::default()
-    };
-    train::<B>(&train_config, &dir, &options, device)?;
-    trained(&name);
-    Ok(RunState::Done)
+    train_claimed::<B>(out, &name, &config.point_config(p), stale_after, device)
 }
 
 /// The report of the runs finished in `out`, or the names of those that are not.
@@ -543,17 +509,7 @@ where
     .collect::<Result<Vec<RunState>, LabError>>()?;
     bar.finish_and_clear();
     // A run held when this worker reached it may have finished since.
-    let held: Vec<(String, Holder)> = states
-        .into_iter()
-        .filter_map(|s| match s {
-            RunState::Held(name, h) => Some((name, h)),
-            RunState::Done => None,
-        })
-        .filter(|(name, _)| {
-            let steps = config.steps;
-            finished(&out.join("runs").join(name), steps).is_none()
-        })
-        .collect();
+    let held = still_held(states, out, |_| config.steps);
     if !held.is_empty() {
         return Ok(SweepOutcome::Waiting(held));
     }

@@ -10,6 +10,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+mod demo_workers;
 mod workers;
 
 use addnorm::backend::ndarray::{AutodiffBackend as B, device};

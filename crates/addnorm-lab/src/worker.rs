@@ -1,0 +1,100 @@
+//! One run of a shared directory, trained by whichever worker claims it first.
+//!
+//! `sweep` and `demo` both lay their training runs out as `<out>/runs/<name>/` and train
+//! each through [`train_claimed`]:
+//!
+//! ```text
+//! finished?  → done (nothing to do)
+//! claim      → held by a live worker: report it, go on with the next run
+//!            → acquired (or taken over from a dead one): finished meanwhile? done.
+//!              Otherwise train, resuming from the run's checkpoint, then release.
+//! ```
+//!
+//! A run is finished when its `summary.json` is complete (all steps, or diverged),
+//! whatever the claims say. See [`crate::lease`] for the claim protocol.
+//!
+//! # Shapes
+//! Not applicable: a driver over [`crate::train`](mod@crate::train).
+
+use std::path::Path;
+use std::time::Duration;
+
+use addnorm::NormAutodiffBackend;
+
+use crate::error::{LabError, read_json};
+use crate::lease::{Claim, Holder, Lease};
+use crate::train::{TrainConfig, TrainOptions, TrainSummary, train};
+
+/// The summary of the run in `dir`, if it is finished (all `steps` done, or diverged).
+pub fn finished(dir: &Path, steps: usize) -> Option<TrainSummary> {
+    let summary: TrainSummary = read_json(&dir.join("summary.json")).ok()?;
+    (summary.diverged.is_some() || summary.steps_completed == steps).then_some(summary)
+}
+
+/// What [`train_claimed`] found or did.
+#[derive(Debug)]
+pub enum RunState {
+    /// The run is finished; `trained` says whether this call trained it.
+    Done {
+        /// This worker trained (or finished) the run.
+        trained: bool,
+    },
+    /// Another live worker holds the run (its name and the holder).
+    Held(String, Holder),
+}
+
+/// Says on standard output which runs this worker trained (a worker's log, and how the
+/// tests check that every run is trained once).
+fn log_trained(name: &str) {
+    println!("trained {name}");
+}
+
+/// Trains run `name` (`<out>/runs/<name>/`, with `config`) unless it is finished or a live
+/// worker holds it; a claim older than `stale_after` is taken over and the run resumed.
+///
+/// # Errors
+/// If the claim or the run's files cannot be written or read.
+pub fn train_claimed<B: NormAutodiffBackend>(
+    out: &Path,
+    name: &str,
+    config: &TrainConfig,
+    stale_after: Duration,
+    device: &B::Device,
+) -> Result<RunState, LabError> {
+    let dir = out.join("runs").join(name);
+    if finished(&dir, config.steps).is_some() {
+        return Ok(RunState::Done { trained: false });
+    }
+    let _lease = match Lease::acquire(&out.join("claims"), name, stale_after)? {
+        Claim::Held(holder) => return Ok(RunState::Held(name.to_string(), holder)),
+        Claim::Acquired(lease) => lease,
+    };
+    // Another worker may have finished it between the check and the claim.
+    if finished(&dir, config.steps).is_some() {
+        return Ok(RunState::Done { trained: false });
+    }
+    let options = TrainOptions {
+        resume: true,
+        ..TrainOptions::default()
+    };
+    train::<B>(config, &dir, &options, device)?;
+    log_trained(name);
+    Ok(RunState::Done { trained: true })
+}
+
+/// The runs of `states` that were held by others when reached and are still not finished
+/// in `out` (`steps` of `name` gives the run's length).
+pub fn still_held(
+    states: Vec<RunState>,
+    out: &Path,
+    steps: impl Fn(&str) -> usize,
+) -> Vec<(String, Holder)> {
+    states
+        .into_iter()
+        .filter_map(|s| match s {
+            RunState::Held(name, h) => Some((name, h)),
+            RunState::Done { .. } => None,
+        })
+        .filter(|(name, _)| finished(&out.join("runs").join(name), steps(name)).is_none())
+        .collect()
+}

@@ -1,0 +1,143 @@
+//! The demo as a shared-directory worker: two workers on one `--out` compute every part
+//! once and write the same report as one worker; `--jobs` does not change the results; a
+//! directory of another demo is refused.
+//!
+//! The demo runs a shrunken configuration here (depths 2 and 4 of width 16, 20 training
+//! steps), through the same code path as `addnorm demo`.
+
+use std::path::Path;
+
+use addnorm::backend::ndarray::{AutodiffBackend as B, device};
+use addnorm_lab::demo::{DemoConfig, DemoOptions, DemoOutcome, DemoReport, demo_with};
+use addnorm_lab::jobs::JobPlan;
+use addnorm_lab::task::{Task, TaskKind};
+
+use super::{TempDir, addnorm, stderr};
+
+/// The demo's pairs and claims on models small enough for a test: 5 pairs × 2 depths × 2
+/// seeds probed, 5 pairs × 2 seeds trained for 20 steps.
+fn tiny_demo() -> DemoConfig {
+    let mut config = DemoConfig::quick("ndarray", 0).with_seeds(2);
+    config.probe.task = Task::new(TaskKind::Reverse, 3, 5);
+    config.probe.depths = vec![2, 4];
+    config.probe.d_model = 16;
+    config.probe.n_heads = 2;
+    config.probe.d_ff = 32;
+    config.probe.batch_size = 4;
+    config.train_depth = 1;
+    config.train_d_model = 16;
+    config.warmups = vec![0];
+    config.steps = 20;
+    config
+}
+
+fn options(jobs: usize) -> DemoOptions {
+    DemoOptions {
+        progress: false,
+        plan: JobPlan { jobs, threads: 1 },
+        stale_after: std::time::Duration::from_secs(300),
+    }
+}
+
+fn worker(config: &DemoConfig, out: &Path, jobs: usize) -> DemoOutcome {
+    demo_with::<B>(config, out, &options(jobs), &device()).expect("the demo runs")
+}
+
+/// What must not depend on who computed it: the probe and every run, as JSON.
+fn results(report: &DemoReport) -> (serde_json::Value, serde_json::Value) {
+    (
+        serde_json::to_value(&report.probe).unwrap(),
+        serde_json::to_value(&report.runs).unwrap(),
+    )
+}
+
+#[test]
+fn two_demo_workers_on_one_directory_compute_each_part_once_and_match_one_worker() {
+    let config = tiny_demo();
+    let alone = TempDir::new("demo-alone");
+    let single = worker(&config, alone.path(), 1);
+    let mut computed = single.computed.clone();
+    computed.sort();
+    let mut expected = part_names(&config);
+    expected.sort();
+    assert_eq!(computed, expected);
+    let single = single.report.expect("a lone worker writes the report");
+
+    let shared = TempDir::new("demo-shared");
+    let (a, b) = std::thread::scope(|s| {
+        let a = s.spawn(|| worker(&config, shared.path(), 2));
+        let b = s.spawn(|| worker(&config, shared.path(), 2));
+        (a.join().unwrap(), b.join().unwrap())
+    });
+    let mut all: Vec<String> = a.computed.iter().chain(&b.computed).cloned().collect();
+    all.sort();
+    let mut expected = part_names(&config);
+    expected.sort();
+    assert_eq!(
+        all.len(),
+        expected.len(),
+        "a part was computed twice: {all:?}"
+    );
+    assert_eq!(all, expected);
+
+    // The last worker to finish writes the report; a worker that finished first may
+    // have left parts to the other.
+    let report = a
+        .report
+        .or(b.report)
+        .expect("one of the workers writes the report");
+    assert_eq!(results(&report), results(&single));
+    let claims = std::fs::read_dir(shared.join("claims")).unwrap().count();
+    assert_eq!(claims, 0, "every claim is released");
+}
+
+/// Every part of the tiny demo, as `computed` names them: the probe and one run per pair
+/// and seed (warm-up 0).
+fn part_names(config: &DemoConfig) -> Vec<String> {
+    let mut names = vec!["probe".to_string()];
+    for (p, n) in &config.pairs {
+        for s in &config.seeds {
+            names.push(format!("{p}-{}-w0-s{s}", n.name()));
+        }
+    }
+    names
+}
+
+#[test]
+fn demo_results_do_not_depend_on_jobs_and_a_rerun_reuses_every_part() {
+    let config = tiny_demo();
+    let one = TempDir::new("demo-jobs1");
+    let two = TempDir::new("demo-jobs2");
+    let r1 = worker(&config, one.path(), 1).report.unwrap();
+    let r2 = worker(&config, two.path(), 2).report.unwrap();
+    assert_eq!(results(&r1), results(&r2));
+
+    let again = worker(&config, two.path(), 2);
+    assert!(again.computed.is_empty(), "{:?}", again.computed);
+    assert_eq!(results(&again.report.unwrap()), results(&r2));
+}
+
+#[test]
+fn cli_demo_refuses_a_directory_of_another_demo_and_names_the_field() {
+    let out = TempDir::new("demo-other");
+    std::fs::create_dir_all(out.path()).unwrap();
+    let other = DemoConfig::quick("ndarray", 0).with_seeds(1);
+    std::fs::write(
+        out.join("config.json"),
+        serde_json::to_string(&other).unwrap(),
+    )
+    .unwrap();
+    let output = addnorm(&[
+        "demo",
+        "--backend",
+        "ndarray",
+        "--seeds",
+        "2",
+        "--out",
+        out.path().to_str().unwrap(),
+    ]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    let message = stderr(&output);
+    assert!(message.contains("seeds"), "{message}");
+    assert!(!out.join("probe.json").exists(), "nothing ran");
+}
