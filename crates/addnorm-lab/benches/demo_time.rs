@@ -5,12 +5,13 @@
 //! cargo bench --bench demo_time
 //! ```
 //!
-//! It runs the demo's quick configuration once on ndarray into a temporary directory, and
-//! prints the wall time of each part against the 300 s budget and the claims' outcome.
+//! It runs the demo as `addnorm demo` does (the quick configuration, the default `--jobs`
+//! and the seed count that goes with it) once on ndarray into a temporary directory, and
+//! prints the wall time against the 300 s budget and the claims' outcome.
 
 use std::time::Instant;
 
-use addnorm_lab::demo::{DemoConfig, demo};
+use addnorm_lab::demo::{DemoConfig, DemoOptions, default_seeds, demo_with};
 
 const BUDGET_SECONDS: f64 = 300.0;
 
@@ -18,20 +19,27 @@ fn main() {
     let out = std::env::temp_dir().join(format!("addnorm-demo-bench-{}", std::process::id()));
     std::fs::create_dir_all(&out).expect("temporary directory");
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let config = DemoConfig::quick("ndarray", 0);
+    let options = DemoOptions::new("ndarray", false);
+    let seeds = default_seeds(options.plan);
+    let config = DemoConfig::quick("ndarray", 0).with_seeds(seeds);
     let started = Instant::now();
-    let report = demo::<addnorm::backend::ndarray::AutodiffBackend>(
+    let report = demo_with::<addnorm::backend::ndarray::AutodiffBackend>(
         &config,
         &out,
-        false,
+        &options,
         &addnorm::backend::ndarray::device(),
     )
     .expect("the demo runs")
+    .report
     .expect("no other worker shares the directory");
     let seconds = started.elapsed().as_secs_f64();
     let steps: usize = report.runs.iter().map(|r| r.losses.len()).sum();
     let reproduced = report.claims.iter().filter(|c| c.reproduced).count();
-    println!("addnorm demo, quick configuration, ndarray, {threads} threads available");
+    println!(
+        "addnorm demo, quick configuration, ndarray, {threads} threads available, --jobs {}, \
+         {seeds} seeds",
+        options.plan.jobs
+    );
     println!("| what | value |\n|---|---|");
     println!("| wall time | {seconds:.1} s |");
     println!("| budget | {BUDGET_SECONDS:.0} s |");
