@@ -19,9 +19,9 @@ fn main() {
     let out = std::env::temp_dir().join(format!("addnorm-demo-bench-{}", std::process::id()));
     std::fs::create_dir_all(&out).expect("temporary directory");
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let options = DemoOptions::new("ndarray", false);
+    let options = DemoOptions::new(addnorm::backend::Kind::Ndarray, false);
     let seeds = default_seeds(options.plan);
-    let config = DemoConfig::quick("ndarray", 0).with_seeds(seeds);
+    let config = DemoConfig::quick(addnorm::backend::Kind::Ndarray, 0).with_seeds(seeds);
     let started = Instant::now();
     let report = demo_with::<addnorm::backend::ndarray::AutodiffBackend>(
         &config,

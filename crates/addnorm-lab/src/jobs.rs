@@ -16,6 +16,7 @@
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use addnorm::backend::Kind;
 use indicatif::{ProgressBar, ProgressStyle};
 
 /// How many runs go at once, and how many rayon threads each run gets.
@@ -36,9 +37,9 @@ impl JobPlan {
     /// `jobs` runs at once (default: one per core on ndarray, 1 on a GPU backend, whose
     /// runs share one device), each with `threads` rayon threads (default: cores / jobs,
     /// at least 1).
-    pub fn new(jobs: Option<usize>, threads: Option<usize>, backend: &str) -> Self {
+    pub fn new(jobs: Option<usize>, threads: Option<usize>, backend: Kind) -> Self {
         let jobs = jobs
-            .unwrap_or(if backend == "ndarray" { cores() } else { 1 })
+            .unwrap_or(if backend == Kind::Ndarray { cores() } else { 1 })
             .max(1);
         let threads = threads.unwrap_or(cores() / jobs).max(1);
         Self { jobs, threads }
@@ -46,7 +47,7 @@ impl JobPlan {
 
     /// One run at a time on the whole machine.
     pub fn sequential() -> Self {
-        Self::new(Some(1), None, "ndarray")
+        Self::new(Some(1), None, Kind::Ndarray)
     }
 }
 
@@ -136,10 +137,10 @@ mod tests {
 
     #[test]
     fn the_default_plan_splits_the_cores() {
-        let plan = JobPlan::new(Some(2), None, "ndarray");
+        let plan = JobPlan::new(Some(2), None, Kind::Ndarray);
         assert_eq!(plan.jobs, 2);
         assert_eq!(plan.threads, (cores() / 2).max(1));
-        assert_eq!(JobPlan::new(None, Some(3), "wgpu").jobs, 1);
-        assert_eq!(JobPlan::new(Some(0), Some(0), "ndarray").threads, 1);
+        assert_eq!(JobPlan::new(None, Some(3), Kind::Wgpu).jobs, 1);
+        assert_eq!(JobPlan::new(Some(0), Some(0), Kind::Ndarray).threads, 1);
     }
 }

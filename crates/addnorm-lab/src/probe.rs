@@ -20,6 +20,7 @@
 use std::path::Path;
 
 use addnorm::NormAutodiffBackend;
+use addnorm::backend::Kind;
 use addnorm::nn::{Placement, TransformerStackConfig};
 use burn::tensor::ElementConversion;
 use serde::{Deserialize, Serialize};
@@ -54,7 +55,8 @@ pub struct ProbeConfig {
     /// Start W^Q and W^K at zero (the theory's setting).
     pub zero_init_query_key: bool,
     /// The backend it ran on (informative).
-    pub backend: String,
+    #[serde(with = "crate::dispatch::kind_by_name")]
+    pub backend: Kind,
 }
 
 impl ProbeConfig {
@@ -100,9 +102,9 @@ pub struct LayerGradients {
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct ProbeResult {
     /// `post`, `pre`, `peri`, `deepnorm`, `rezero` or `none`.
-    pub placement: String,
+    pub placement: Placement,
     /// `layer`, `rms`, `dyt` or `identity`.
-    pub norm: String,
+    pub norm: NormKind,
     /// L.
     pub depth: usize,
     /// The seed.
@@ -123,9 +125,9 @@ pub struct ProbeResult {
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct SlopeFit {
     /// The placement name.
-    pub placement: String,
+    pub placement: Placement,
     /// The norm name.
-    pub norm: String,
+    pub norm: NormKind,
     /// The slope of ln(last_ffn_grad_norm) against ln(depth), over the seeds' geometric means.
     pub slope: f64,
     /// (depth, geometric mean over seeds of last_ffn_grad_norm).
@@ -148,7 +150,7 @@ impl ProbeReport {
     pub fn slope(&self, placement: Placement, norm: NormKind) -> Option<f64> {
         self.slopes
             .iter()
-            .find(|s| s.placement == placement.name() && s.norm == norm.name())
+            .find(|s| s.placement == placement && s.norm == norm)
             .map(|s| s.slope)
     }
 }
@@ -175,8 +177,8 @@ where
     let norms = layer_gradient_norms(&model, &grads);
     let column = |c: usize| norms.iter().map(|row| row[c]).collect::<Vec<f64>>();
     ProbeResult {
-        placement: placement.name().into(),
-        norm: norm.name().into(),
+        placement,
+        norm,
         depth,
         seed,
         loss: loss_value,
@@ -206,8 +208,8 @@ pub fn fit_slopes(config: &ProbeConfig, results: &[ProbeResult]) -> Vec<SlopeFit
                     let logs: Vec<f64> = results
                         .iter()
                         .filter(|r| {
-                            r.placement == placement.name()
-                                && r.norm == norm.name()
+                            r.placement == *placement
+                                && r.norm == *norm
                                 && r.depth == depth
                                 && r.last_ffn_grad_norm > 0.0
                         })
@@ -220,8 +222,8 @@ pub fn fit_slopes(config: &ProbeConfig, results: &[ProbeResult]) -> Vec<SlopeFit
             if points.len() >= 2 {
                 let xy: Vec<(f64, f64)> = points.iter().map(|&(d, g)| (d as f64, g)).collect();
                 fits.push(SlopeFit {
-                    placement: placement.name().into(),
-                    norm: norm.name().into(),
+                    placement: *placement,
+                    norm: *norm,
                     slope: log_log_slope(&xy),
                     points,
                 });
@@ -286,7 +288,7 @@ where
         .iter()
         .flat_map(|&p| config.norms.iter().map(move |&n| (p, n)))
         .collect();
-    let plan = crate::jobs::JobPlan::new(None, None, &config.backend);
+    let plan = crate::jobs::JobPlan::new(None, None, config.backend);
     let report = probe_pairs::<B>(config, &pairs, "probe", progress, plan, device);
     if let Some(out) = out {
         std::fs::create_dir_all(out).map_err(|e| LabError::io(out, e))?;

@@ -24,7 +24,7 @@ pub fn probe_table(report: &ProbeReport) -> String {
         s += &format!(
             "| {} | {} | {:.3} | {} |\n",
             fit.placement,
-            fit.norm,
+            fit.norm.name(),
             fit.slope,
             points.join(", ")
         );

@@ -23,6 +23,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use addnorm::NormAutodiffBackend;
+use addnorm::backend::Kind;
 use addnorm::nn::Placement;
 use serde::{Deserialize, Serialize};
 
@@ -61,16 +62,17 @@ pub struct SweepConfig {
     /// Batch size.
     pub batch_size: usize,
     /// The backend (informative).
-    pub backend: String,
+    #[serde(with = "crate::dispatch::kind_by_name")]
+    pub backend: Kind,
 }
 
 /// One run of the grid.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct SweepRun {
     /// The placement name.
-    pub placement: String,
+    pub placement: Placement,
     /// The norm name.
-    pub norm: String,
+    pub norm: NormKind,
     /// Depth.
     pub depth: usize,
     /// Warm-up steps.
@@ -99,7 +101,7 @@ pub struct SweepRun {
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct SweepCell {
     /// The placement name.
-    pub placement: String,
+    pub placement: Placement,
     /// Depth.
     pub depth: usize,
     /// Warm-up steps.
@@ -124,7 +126,7 @@ pub struct SweepCell {
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct SweepConfiguration {
     /// The placement name.
-    pub placement: String,
+    pub placement: Placement,
     /// Depth.
     pub depth: usize,
     /// Warm-up steps.
@@ -178,7 +180,7 @@ impl SweepConfig {
         // from at most a quarter back.
         config.checkpoint_every = (self.steps / 4).max(1);
         config.validation_size = 128;
-        config.backend = self.backend.clone();
+        config.backend = self.backend;
         config
     }
 }
@@ -211,8 +213,8 @@ pub fn summarize(config: &TrainConfig, norm: NormKind, summary: &TrainSummary) -
     let diverged = summary.diverged.is_some() || worse_than_start;
     let last = summary.final_evaluation();
     SweepRun {
-        placement: config.model.placement.name().into(),
-        norm: norm.name().into(),
+        placement: config.model.placement,
+        norm,
         depth: config.model.n_layers,
         warmup: config.warmup_steps,
         learning_rate: config.learning_rate,
@@ -249,7 +251,7 @@ pub fn aggregate(
                 let of = |lr: f64| -> Vec<&SweepRun> {
                     runs.iter()
                         .filter(|r| {
-                            r.placement == placement.name()
+                            r.placement == *placement
                                 && r.depth == depth
                                 && r.warmup == warmup
                                 && r.learning_rate == lr
@@ -278,7 +280,7 @@ pub fn aggregate(
                     }
                     finals.push(mean_loss);
                     cells.push(SweepCell {
-                        placement: placement.name().into(),
+                        placement: *placement,
                         depth,
                         warmup,
                         learning_rate: lr,
@@ -328,7 +330,7 @@ pub fn aggregate(
                     .collect();
                 let best = capped.iter().copied().fold(f64::INFINITY, f64::min);
                 configurations.push(SweepConfiguration {
-                    placement: placement.name().into(),
+                    placement: *placement,
                     depth,
                     warmup,
                     largest_stable_lr: largest_stable,
@@ -541,49 +543,4 @@ pub fn adopt_config(config: &SweepConfig, out: &Path) -> Result<Option<Differenc
     }
     write_json(&path, config)?;
     Ok(None)
-}
-
-/// Prints what a worker ended with; the exit code is 0 in every case.
-pub fn print_outcome(outcome: &SweepOutcome, out: &Path) {
-    match outcome {
-        SweepOutcome::Complete(report) => {
-            print!("{}", crate::report::sweep_tables(report));
-            println!("files: {}", out.join("sweep.json").display());
-        }
-        SweepOutcome::Waiting(held) => {
-            println!(
-                "this worker is done; {} runs are still held by other workers, so the report is \
-                 left to the last of them (or to `addnorm report --out {}`):",
-                held.len(),
-                out.display()
-            );
-            for (name, holder) in held {
-                println!("  {name}: {holder}");
-            }
-        }
-        SweepOutcome::ShardDone(n) => println!(
-            "shard finished: {n} runs in {}; join the shards with `addnorm merge DIR... --out DIR`",
-            out.display()
-        ),
-    }
-}
-
-/// `addnorm sweep`: runs this worker's share of the grid and prints the tables once every
-/// run is finished.
-pub fn run(args: &crate::cli::SweepArgs) -> Result<i32, LabError> {
-    let config = args.config();
-    let out = args.out();
-    if let Some(d) = adopt_config(&config, out)? {
-        eprintln!(
-            "error: --out {} holds a sweep of another configuration ({d}); use another --out",
-            out.display()
-        );
-        return Ok(2);
-    }
-    let options = args.options();
-    let outcome = crate::cli::with_backend!(config.backend.as_str(), |B, device| {
-        sweep::<B>(&config, out, &options, &device)
-    })?;
-    print_outcome(&outcome, out);
-    Ok(0)
 }

@@ -17,7 +17,7 @@ use super::{TempDir, addnorm, stderr};
 /// The demo's pairs and claims on models small enough for a test: 5 pairs × 2 depths × 2
 /// seeds probed, 5 pairs × 2 seeds trained for 20 steps.
 fn tiny_demo() -> DemoConfig {
-    let mut config = DemoConfig::quick("ndarray", 0).with_seeds(2);
+    let mut config = DemoConfig::quick(addnorm::backend::Kind::Ndarray, 0).with_seeds(2);
     config.probe.task = Task::new(TaskKind::Reverse, 3, 5);
     config.probe.depths = vec![2, 4];
     config.probe.d_model = 16;
@@ -121,7 +121,7 @@ fn demo_results_do_not_depend_on_jobs_and_a_rerun_reuses_every_part() {
 fn cli_demo_refuses_a_directory_of_another_demo_and_names_the_field() {
     let out = TempDir::new("demo-other");
     std::fs::create_dir_all(out.path()).unwrap();
-    let other = DemoConfig::quick("ndarray", 0).with_seeds(1);
+    let other = DemoConfig::quick(addnorm::backend::Kind::Ndarray, 0).with_seeds(1);
     std::fs::write(
         out.join("config.json"),
         serde_json::to_string(&other).unwrap(),

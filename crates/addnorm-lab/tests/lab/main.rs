@@ -74,7 +74,7 @@ fn tiny_run(steps: usize) -> TrainConfig {
     config.stats_every = 2;
     config.checkpoint_every = 3;
     config.seed = 7;
-    config.backend = "ndarray".into();
+    config.backend = addnorm::backend::Kind::Ndarray;
     config
 }
 
@@ -183,7 +183,7 @@ fn probe_slopes_have_the_signs_of_theorem_1_and_pre_ln_grows_as_lemma_2_says() {
         d_ff: 64,
         batch_size: 16,
         zero_init_query_key: true,
-        backend: "ndarray".into(),
+        backend: addnorm::backend::Kind::Ndarray,
     };
     let report = probe::<B>(&config, None, false, &device()).expect("no output to write");
     assert_eq!(report.results.len(), 2 * 4 * 8);
@@ -216,7 +216,7 @@ fn probe_slopes_have_the_signs_of_theorem_1_and_pre_ln_grows_as_lemma_2_says() {
         assert_eq!(r.grad_norms.w_2.len(), r.depth);
         assert_eq!(r.grad_norms.w_2[r.depth - 1], r.last_ffn_grad_norm);
         assert_eq!(r.residual_mean_square.len(), r.depth + 1);
-        if r.placement == "post" {
+        if r.placement == Placement::Post {
             // Every Post-LN block ends in LayerNorm (γ = 1, β = 0 at init): E x² = 1 − O(ε).
             for (l, ms) in r.residual_mean_square.iter().enumerate().skip(1) {
                 assert!(
@@ -234,7 +234,7 @@ fn probe_slopes_have_the_signs_of_theorem_1_and_pre_ln_grows_as_lemma_2_says() {
         let last: Vec<f64> = report
             .results
             .iter()
-            .filter(|r| r.placement == "pre" && r.depth == depth)
+            .filter(|r| r.placement == Placement::Pre && r.depth == depth)
             .map(|r| r.residual_mean_square[depth])
             .collect();
         let mean = last.iter().sum::<f64>() / last.len() as f64;
@@ -507,7 +507,7 @@ fn cli_train_with_tiny_settings_exits_0_and_writes_a_rerunnable_config() {
     assert_eq!((config.model.d_ff, config.model.vocab_size), (16, 8));
     assert_eq!((config.learning_rate, config.warmup_steps), (2e-3, 2));
     assert_eq!((config.steps, config.batch_size, config.seed), (4, 4, 3));
-    assert_eq!(config.backend, "ndarray");
+    assert_eq!(config.backend, addnorm::backend::Kind::Ndarray);
 
     let (_, rows) = metrics(dir.path());
     assert_eq!(rows.len(), 4);
@@ -585,6 +585,30 @@ fn cli_rejects_an_unknown_placement() {
         dir.path(),
         "--placements",
         "middle",
+    );
+}
+
+#[test]
+fn cli_refuses_runs_that_would_exhaust_memory_or_time_before_any_work() {
+    let dir = TempDir::new("cli-cost");
+    let out = dir.path().to_str().unwrap();
+    assert_rejected(
+        &["train", "--out", out, "--length", "100000"],
+        dir.path(),
+        "--length",
+        "of memory",
+    );
+    assert_rejected(
+        &["sweep", "--out", out, "--depths", "2,100000", "--d-model", "4096"],
+        dir.path(),
+        "--depth",
+        "of memory",
+    );
+    assert_rejected(
+        &["train", "--out", out, "--steps", "1000000000000000"],
+        dir.path(),
+        "--steps",
+        "floating-point operations",
     );
 }
 

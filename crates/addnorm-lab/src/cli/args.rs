@@ -1,52 +1,21 @@
-//! The `addnorm` command line: `train`, `probe`, `sweep` and `demo`.
-//!
-//! Every command takes `--backend` (where several are compiled in), `--seed` and `--out`,
-//! and writes a `config.json` of everything needed to rerun it. Bad arguments exit with
-//! code 2 and a message naming the argument; a diverged `train` exits with code 1.
+//! The arguments of each `addnorm` command, and the configurations they build.
 //!
 //! # Shapes
-//! Not applicable: this module parses arguments and dispatches to the lab's commands.
+//! Not applicable: argument parsing.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use addnorm::backend::Kind;
 use addnorm::nn::Placement;
-use clap::{Args, Parser, Subcommand};
+use clap::Args;
 
-use crate::error::{LabError, write_json};
 use crate::grid::{
     NormKind, parse_count, parse_non_negative, parse_norm, parse_placement, parse_positive,
     stack_config,
 };
 use crate::probe::ProbeConfig;
 use crate::task::{Task, TaskKind};
-use crate::train::{TrainConfig, TrainOptions};
-
-/// Normalization layers and their training behaviour, on Burn.
-#[derive(Parser, Debug)]
-#[command(name = "addnorm", version, about)]
-pub struct Cli {
-    /// The command.
-    #[command(subcommand)]
-    pub command: Command,
-}
-
-/// The lab's commands.
-#[derive(Subcommand, Debug)]
-pub enum Command {
-    /// Train one configuration on a toy task.
-    Train(TrainArgs),
-    /// Experiment A: gradients at initialization across placements, norms and depths.
-    Probe(ProbeArgs),
-    /// Experiment B: warm-up and learning rate, divergence and speed.
-    Sweep(SweepArgs),
-    /// Quick versions of A and B, with a report and plots (the main job).
-    Demo(DemoArgs),
-    /// A sweep's report from the finished runs in --out alone (exit 2 naming missing runs).
-    Report(ReportArgs),
-    /// Join the directories of a sweep's shards into --out.
-    Merge(MergeArgs),
-}
+use crate::train::TrainConfig;
 
 /// Options every command takes.
 #[derive(Args, Debug, Clone)]
@@ -93,155 +62,155 @@ impl TaskArgs {
 #[derive(Args, Debug)]
 pub struct TrainArgs {
     #[command(flatten)]
-    common: CommonArgs,
+    pub(crate) common: CommonArgs,
     #[command(flatten)]
-    task: TaskArgs,
+    pub(crate) task: TaskArgs,
     /// post, pre, peri (sandwich), deepnorm, rezero or none.
     #[arg(long, default_value = "pre", value_parser = parse_placement)]
-    placement: Placement,
+    pub(crate) placement: Placement,
     /// layer, rms, dyt or identity.
     #[arg(long, default_value = "layer", value_parser = parse_norm)]
-    norm: NormKind,
+    pub(crate) norm: NormKind,
     /// Number of layers.
     #[arg(long, default_value_t = 2, value_parser = parse_count)]
-    depth: usize,
+    pub(crate) depth: usize,
     /// Model width.
     #[arg(long, default_value_t = 32, value_parser = parse_count)]
-    d_model: usize,
+    pub(crate) d_model: usize,
     /// Attention heads.
     #[arg(long, default_value_t = 2, value_parser = parse_count)]
-    heads: usize,
+    pub(crate) heads: usize,
     /// Feed-forward width.
     #[arg(long, default_value_t = 128, value_parser = parse_count)]
-    d_ff: usize,
+    pub(crate) d_ff: usize,
     /// Peak learning rate.
     #[arg(long, default_value_t = 3e-3, value_parser = parse_positive, allow_hyphen_values = true)]
-    lr: f64,
+    pub(crate) lr: f64,
     /// Linear warm-up steps.
     #[arg(long, default_value_t = 100)]
-    warmup: usize,
+    pub(crate) warmup: usize,
     /// Optimizer steps.
     #[arg(long, default_value_t = 1000, value_parser = parse_count)]
-    steps: usize,
+    pub(crate) steps: usize,
     /// Sequences per batch.
     #[arg(long, default_value_t = 32, value_parser = parse_count)]
-    batch: usize,
+    pub(crate) batch: usize,
     /// AdamW weight decay.
     #[arg(long, default_value_t = 0.0, value_parser = parse_non_negative, allow_hyphen_values = true)]
-    weight_decay: f64,
+    pub(crate) weight_decay: f64,
     /// Clip the global gradient norm to this value.
     #[arg(long, value_parser = parse_positive, allow_hyphen_values = true)]
-    grad_clip: Option<f64>,
+    pub(crate) grad_clip: Option<f64>,
     /// Continue from the last checkpoint in --out.
     #[arg(long)]
-    resume: bool,
+    pub(crate) resume: bool,
     /// Evaluate every this many steps.
     #[arg(long, default_value_t = 50, value_parser = parse_count)]
-    eval_every: usize,
+    pub(crate) eval_every: usize,
     /// Record per-layer gradient norms and residual RMS every this many steps (K).
     #[arg(long, default_value_t = 50, value_parser = parse_count)]
-    stats_every: usize,
+    pub(crate) stats_every: usize,
     /// Checkpoint every this many steps.
     #[arg(long, default_value_t = 100, value_parser = parse_count)]
-    checkpoint_every: usize,
+    pub(crate) checkpoint_every: usize,
     /// Replace the loss of this step by NaN (tests the divergence path).
     #[arg(long, hide = true)]
-    inject_nan_at: Option<usize>,
+    pub(crate) inject_nan_at: Option<usize>,
 }
 
 /// `addnorm probe`.
 #[derive(Args, Debug)]
 pub struct ProbeArgs {
     #[command(flatten)]
-    common: CommonArgs,
+    pub(crate) common: CommonArgs,
     #[command(flatten)]
-    task: TaskArgs,
+    pub(crate) task: TaskArgs,
     /// Placements, comma-separated.
     #[arg(long, value_delimiter = ',', default_value = "post,pre", value_parser = parse_placement)]
-    placements: Vec<Placement>,
+    pub(crate) placements: Vec<Placement>,
     /// Norms, comma-separated.
     #[arg(long, value_delimiter = ',', default_value = "layer", value_parser = parse_norm)]
-    norms: Vec<NormKind>,
+    pub(crate) norms: Vec<NormKind>,
     /// Depths, comma-separated.
     #[arg(long, value_delimiter = ',', default_value = "6,12,24,48", value_parser = parse_count)]
-    depths: Vec<usize>,
+    pub(crate) depths: Vec<usize>,
     /// Seeds per cell (seed, seed + 1, ...).
     #[arg(long, default_value_t = 3, value_parser = parse_count)]
-    seeds: usize,
+    pub(crate) seeds: usize,
     /// Model width.
     #[arg(long, default_value_t = 64, value_parser = parse_count)]
-    d_model: usize,
+    pub(crate) d_model: usize,
     /// Attention heads.
     #[arg(long, default_value_t = 4, value_parser = parse_count)]
-    heads: usize,
+    pub(crate) heads: usize,
     /// Feed-forward width.
     #[arg(long, default_value_t = 256, value_parser = parse_count)]
-    d_ff: usize,
+    pub(crate) d_ff: usize,
     /// Sequences in the probe batch.
     #[arg(long, default_value_t = 16, value_parser = parse_count)]
-    batch: usize,
+    pub(crate) batch: usize,
     /// Keep W^Q and W^K at their random initialization instead of zero.
     #[arg(long)]
-    random_query_key: bool,
+    pub(crate) random_query_key: bool,
 }
 
 /// `addnorm sweep`.
 #[derive(Args, Debug)]
 pub struct SweepArgs {
     #[command(flatten)]
-    common: CommonArgs,
+    pub(crate) common: CommonArgs,
     #[command(flatten)]
-    task: TaskArgs,
+    pub(crate) task: TaskArgs,
     /// Placements, comma-separated.
     #[arg(long, value_delimiter = ',', default_value = "post,pre", value_parser = parse_placement)]
-    placements: Vec<Placement>,
+    pub(crate) placements: Vec<Placement>,
     /// Norm used by every placement that has one.
     #[arg(long, default_value = "layer", value_parser = parse_norm)]
-    norm: NormKind,
+    pub(crate) norm: NormKind,
     /// Depths, comma-separated.
     #[arg(long, value_delimiter = ',', default_value = "4", value_parser = parse_count)]
-    depths: Vec<usize>,
+    pub(crate) depths: Vec<usize>,
     /// Warm-up lengths, comma-separated.
     #[arg(long, value_delimiter = ',', default_value = "0,100")]
-    warmups: Vec<usize>,
+    pub(crate) warmups: Vec<usize>,
     /// Learning rates, comma-separated.
     #[arg(long, value_delimiter = ',', default_value = "3e-4,1e-3,3e-3,1e-2,3e-2", value_parser = parse_positive, allow_hyphen_values = true)]
-    lrs: Vec<f64>,
+    pub(crate) lrs: Vec<f64>,
     /// Seeds per cell.
     #[arg(long, default_value_t = 2, value_parser = parse_count)]
-    seeds: usize,
+    pub(crate) seeds: usize,
     /// Steps per run.
     #[arg(long, default_value_t = 400, value_parser = parse_count)]
-    steps: usize,
+    pub(crate) steps: usize,
     /// Model width.
     #[arg(long, default_value_t = 32, value_parser = parse_count)]
-    d_model: usize,
+    pub(crate) d_model: usize,
     #[command(flatten)]
-    parallel: ParallelArgs,
+    pub(crate) parallel: ParallelArgs,
     /// Take only the runs whose grid index i has i % N == K (join shards with `merge`).
     #[arg(long, value_name = "K/N", value_parser = parse_shard)]
-    shard: Option<crate::shard::Shard>,
+    pub(crate) shard: Option<crate::shard::Shard>,
     /// Seconds without a heartbeat after which another worker's claim on a run is taken
     /// over (a claim of a dead process on this host is taken over at once).
     #[arg(long, default_value_t = 300, value_parser = parse_count)]
-    stale_after: usize,
+    pub(crate) stale_after: usize,
 }
 
 /// `addnorm demo`.
 #[derive(Args, Debug)]
 pub struct DemoArgs {
     #[command(flatten)]
-    common: CommonArgs,
+    pub(crate) common: CommonArgs,
     /// Seeds of both experiments. Default: 3 per job, up to 10 (the time saved by running
     /// runs at once goes to more seeds).
     #[arg(long, value_parser = parse_count)]
-    seeds: Option<usize>,
+    pub(crate) seeds: Option<usize>,
     #[command(flatten)]
-    parallel: ParallelArgs,
+    pub(crate) parallel: ParallelArgs,
     /// Seconds without a heartbeat after which another worker's claim is taken over (a
     /// claim of a dead process on this host is taken over at once).
     #[arg(long, default_value_t = 300, value_parser = parse_count)]
-    stale_after: usize,
+    pub(crate) stale_after: usize,
 }
 
 /// How many runs go at once in this process.
@@ -257,7 +226,7 @@ pub struct ParallelArgs {
 
 impl ParallelArgs {
     /// The plan for `backend`.
-    pub fn plan(&self, backend: &str) -> crate::jobs::JobPlan {
+    pub fn plan(&self, backend: Kind) -> crate::jobs::JobPlan {
         crate::jobs::JobPlan::new(self.jobs, self.threads, backend)
     }
 }
@@ -294,47 +263,6 @@ fn parse_task(s: &str) -> Result<TaskKind, String> {
         .ok_or_else(|| format!("unknown task {s:?}; expected reverse, copy or sort"))
 }
 
-/// Checks that `--out` can be created and written, before any work starts.
-fn check_writable(out: &Path) -> Result<(), String> {
-    // Unique to the process: workers sharing --out start together.
-    let probe = out.join(format!(".addnorm-write-test-{}", std::process::id()));
-    std::fs::create_dir_all(out)
-        .and_then(|_| std::fs::write(&probe, b""))
-        .and_then(|_| std::fs::remove_file(&probe))
-        .map_err(|e| format!("--out {}: cannot write there: {e}", out.display()))
-}
-
-/// Runs `$body` with `$B` bound to the autodiff backend named by `$name` and `$device` to
-/// its device.
-macro_rules! with_backend {
-    ($name:expr, |$B:ident, $device:ident| $body:expr) => {{
-        match $name.parse::<addnorm::backend::Kind>() {
-            #[cfg(feature = "ndarray")]
-            Ok(addnorm::backend::Kind::Ndarray) => {
-                type $B = addnorm::backend::ndarray::AutodiffBackend;
-                let $device = addnorm::backend::ndarray::device();
-                $body
-            }
-            #[cfg(feature = "wgpu")]
-            Ok(addnorm::backend::Kind::Wgpu) => {
-                type $B = addnorm::backend::wgpu::AutodiffBackend;
-                let $device = addnorm::backend::wgpu::device();
-                $body
-            }
-            #[cfg(feature = "cuda")]
-            Ok(addnorm::backend::Kind::Cuda) => {
-                type $B = addnorm::backend::cuda::AutodiffBackend;
-                let $device = addnorm::backend::cuda::device();
-                $body
-            }
-            Ok(other) => Err(LabError::Invalid(format!(
-                "backend {other} is not compiled in"
-            ))),
-            Err(message) => Err(LabError::Invalid(message)),
-        }
-    }};
-}
-pub(crate) use with_backend;
 
 impl TrainArgs {
     /// The run's configuration.
@@ -358,50 +286,11 @@ impl TrainArgs {
         config.eval_every = self.eval_every;
         config.stats_every = self.stats_every;
         config.checkpoint_every = self.checkpoint_every;
-        config.backend = self.common.backend.name().to_string();
+        config.backend = self.common.backend;
         config
     }
 }
 
-fn run_train(args: &TrainArgs) -> Result<i32, LabError> {
-    let config = args.config();
-    let options = TrainOptions {
-        resume: args.resume,
-        progress: true,
-        inject_nan_at: args.inject_nan_at,
-    };
-    let out = &args.common.out;
-    let summary = with_backend!(args.common.backend.name(), |B, device| {
-        crate::train::train::<B>(&config, out, &options, &device)
-    })?;
-    if let Some(d) = &summary.diverged {
-        let kept =
-            d.last_checkpoint
-                .map_or("no checkpoint was written before it".to_string(), |s| {
-                    format!(
-                        "the last good checkpoint (step {s}) is kept in {}",
-                        out.display()
-                    )
-                });
-        eprintln!("error: diverged at step {}: {}; {kept}", d.step, d.reason);
-        return Ok(1);
-    }
-    let e = summary.final_evaluation();
-    println!(
-        "trained {} steps in {:.1}s ({:.1} steps/s); validation loss {:.4}, token accuracy {:.1}%, exact {:.1}%{}",
-        summary.steps_completed,
-        summary.wall_seconds,
-        summary.steps_per_second,
-        e.map_or(f64::NAN, |e| e.loss),
-        100.0 * e.map_or(0.0, |e| e.accuracy.token),
-        100.0 * e.map_or(0.0, |e| e.accuracy.exact),
-        summary
-            .steps_to_99_exact
-            .map_or(String::new(), |s| format!("; 99% exact at step {s}")),
-    );
-    println!("files: {}", out.display());
-    Ok(0)
-}
 
 impl ProbeArgs {
     /// The probe's configuration.
@@ -417,65 +306,21 @@ impl ProbeArgs {
             d_ff: self.d_ff,
             batch_size: self.batch,
             zero_init_query_key: !self.random_query_key,
-            backend: self.common.backend.name().to_string(),
+            backend: self.common.backend,
         }
     }
-}
 
-fn run_probe(args: &ProbeArgs) -> Result<i32, LabError> {
-    let config = args.config();
-    let out = &args.common.out;
-    write_json(&out.join("config.json"), &config)?;
-    let report = with_backend!(args.common.backend.name(), |B, device| {
-        crate::probe::probe::<B>(&config, Some(out), true, &device)
-    })?;
-    print!("{}", crate::report::probe_table(&report));
-    println!("expected (Xiong et al. 2020, Theorem 1): post ≈ 0, pre ≈ −0.5");
-    println!("files: {}", out.join("probe.json").display());
-    Ok(0)
-}
-
-/// Parses the process arguments and runs the command; returns the exit code.
-pub fn main() -> i32 {
-    let cli = match Cli::try_parse() {
-        Ok(cli) => cli,
-        Err(e) => {
-            let code = e.exit_code();
-            e.print().ok();
-            return code;
-        }
-    };
-    let (backend, out) = match &cli.command {
-        Command::Train(a) => (Some(a.common.backend), &a.common.out),
-        Command::Probe(a) => (Some(a.common.backend), &a.common.out),
-        Command::Sweep(a) => (Some(a.common.backend), &a.common.out),
-        Command::Demo(a) => (Some(a.common.backend), &a.common.out),
-        Command::Report(a) => (None, &a.out),
-        Command::Merge(a) => (None, &a.out),
-    };
-    // Both checks come before any work: a missing driver would otherwise panic inside
-    // Burn's device thread, and an unwritable --out would lose a finished run.
-    if let Err(message) = backend
-        .map_or(Ok(()), |b| b.check_available())
-        .and_then(|()| check_writable(out))
-    {
-        eprintln!("error: {message}");
-        return 2;
-    }
-    let result = match &cli.command {
-        Command::Train(a) => run_train(a),
-        Command::Probe(a) => run_probe(a),
-        Command::Sweep(a) => crate::sweep::run(a),
-        Command::Demo(a) => crate::demo::run(a),
-        Command::Report(a) => crate::collect::run(&a.out),
-        Command::Merge(a) => crate::merge::run(&a.dirs, &a.out),
-    };
-    match result {
-        Ok(code) => code,
-        Err(e) => {
-            eprintln!("error: {e}");
-            1
-        }
+    /// The probe's deepest model as a one-step run of a probe batch, for the cost check.
+    pub fn largest_run(&self) -> TrainConfig {
+        let config = self.config();
+        let depth = config.depths.iter().copied().max().unwrap_or(1);
+        let p = config.placements.first().copied().unwrap_or_default();
+        let n = config.norms.first().copied().unwrap_or(NormKind::Layer);
+        let mut run = TrainConfig::new(config.task, config.model(p, n, depth));
+        run.batch_size = config.batch_size;
+        run.steps = 1;
+        run.validation_size = 0;
+        run
     }
 }
 
@@ -493,7 +338,7 @@ impl SweepArgs {
             steps: self.steps,
             d_model: self.d_model,
             batch_size: 32,
-            backend: self.common.backend.name().to_string(),
+            backend: self.common.backend,
         }
     }
 
@@ -506,7 +351,7 @@ impl SweepArgs {
     pub fn options(&self) -> crate::sweep::SweepOptions {
         crate::sweep::SweepOptions {
             progress: true,
-            plan: self.parallel.plan(self.common.backend.name()),
+            plan: self.parallel.plan(self.common.backend),
             shard: self.shard.unwrap_or_default(),
             stale_after: std::time::Duration::from_secs(self.stale_after as u64),
         }
@@ -518,7 +363,7 @@ impl DemoArgs {
     pub fn options(&self) -> crate::demo::DemoOptions {
         crate::demo::DemoOptions {
             progress: true,
-            plan: self.parallel.plan(self.common.backend.name()),
+            plan: self.parallel.plan(self.common.backend),
             stale_after: std::time::Duration::from_secs(self.stale_after as u64),
         }
     }
@@ -535,8 +380,8 @@ impl DemoArgs {
     }
 
     /// The backend name.
-    pub fn backend(&self) -> &str {
-        self.common.backend.name()
+    pub fn backend(&self) -> Kind {
+        self.common.backend
     }
 
     /// The base seed.
@@ -544,3 +389,4 @@ impl DemoArgs {
         self.common.seed
     }
 }
+

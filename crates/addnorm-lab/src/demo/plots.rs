@@ -1,0 +1,203 @@
+//! The demo's PNG plots: last-layer gradient against depth, per-layer gradient profiles,
+//! Pre-LN residual growth against Lemma 2's band, and experiment B's loss curves.
+//!
+//! # Shapes
+//! Not applicable: charts of the report's series.
+
+use std::path::Path;
+
+use addnorm::nn::Placement;
+
+use super::claims::{geometric_mean, profile, w2};
+use super::config::label;
+use super::report::DemoReport;
+use crate::error::LabError;
+use crate::grid::NormKind;
+use crate::plot::{Band, Chart, Series, save_png};
+
+/// Writes every plot of `report` into `out`.
+///
+/// # Errors
+/// If a PNG cannot be written.
+pub fn draw_plots(report: &DemoReport, out: &Path) -> Result<(), LabError> {
+    let config = &report.config;
+    let probed: Vec<(Placement, NormKind)> = config
+        .pairs
+        .iter()
+        .copied()
+        .filter(|&(p, _)| p != Placement::None)
+        .collect();
+    let per_layer = |depth: usize| Chart {
+        title: format!("‖∂L/∂W₂^(l)‖ at initialization, L = {depth}"),
+        x_label: "layer l".into(),
+        y_label: "gradient norm".into(),
+        log_y: true,
+        series: probed
+            .iter()
+            .enumerate()
+            .map(|(i, &(p, n))| Series {
+                label: label(p, n),
+                points: profile(&report.probe.results, p, n, depth, w2)
+                    .into_iter()
+                    .enumerate()
+                    .map(|(l, g)| ((l + 1) as f64, g))
+                    .collect(),
+                color: i,
+                dashed: false,
+            })
+            .collect(),
+        ..Chart::default()
+    };
+    let depths = &config.probe.depths;
+    save_png(
+        &out.join("gradient_per_layer.png"),
+        &[
+            per_layer(depths[0]),
+            per_layer(*depths.last().unwrap_or(&depths[0])),
+        ],
+        640,
+        440,
+    )?;
+
+    let mut series: Vec<Series> = vec![];
+    for (i, &(p, n)) in probed.iter().enumerate() {
+        if let Some(fit) = report
+            .probe
+            .slopes
+            .iter()
+            .find(|f| f.placement == p && f.norm == n)
+        {
+            series.push(Series {
+                label: format!("{} (slope {:.2})", label(p, n), fit.slope),
+                points: fit.points.iter().map(|&(d, g)| (d as f64, g)).collect(),
+                color: i,
+                dashed: false,
+            });
+        }
+    }
+    for (slope, anchor, color) in [(0.0, Placement::Post, 7), (-0.5, Placement::Pre, 7)] {
+        if let Some(fit) = report
+            .probe
+            .slopes
+            .iter()
+            .find(|f| f.placement == anchor && f.norm == NormKind::Layer)
+        {
+            let (d0, g0) = fit.points[0];
+            series.push(Series {
+                label: format!("slope {slope}"),
+                points: fit
+                    .points
+                    .iter()
+                    .map(|&(d, _)| (d as f64, g0 * (d as f64 / d0 as f64).powf(slope)))
+                    .collect(),
+                color,
+                dashed: true,
+            });
+        }
+    }
+    save_png(
+        &out.join("last_layer_vs_depth.png"),
+        &[Chart {
+            title: "Last layer's ‖∂L/∂W₂‖ against depth (Theorem 1)".into(),
+            x_label: "depth L".into(),
+            y_label: "gradient norm".into(),
+            log_x: true,
+            log_y: true,
+            series,
+            ..Chart::default()
+        }],
+        760,
+        480,
+    )?;
+
+    let curves = |warmup: usize| Chart {
+        title: format!(
+            "training loss, LR {:e}, warm-up {warmup}",
+            config.learning_rate
+        ),
+        x_label: "step".into(),
+        y_label: "loss (mean over seeds)".into(),
+        log_y: true,
+        series: config
+            .pairs
+            .iter()
+            .enumerate()
+            .map(|(i, &(p, n))| {
+                let group: Vec<&SweepRun> = report
+                    .runs
+                    .iter()
+                    .filter(|r| r.placement == p && r.norm == n && r.warmup == warmup)
+                    .collect();
+                let len = group.iter().map(|r| r.losses.len()).min().unwrap_or(0);
+                let points = (0..len)
+                    .map(|s| {
+                        (
+                            s as f64,
+                            group.iter().map(|r| r.losses[s]).sum::<f64>() / group.len() as f64,
+                        )
+                    })
+                    .collect();
+                Series {
+                    label: label(p, n),
+                    points,
+                    color: i,
+                    dashed: false,
+                }
+            })
+            .collect(),
+        ..Chart::default()
+    };
+    save_png(
+        &out.join("loss_curves.png"),
+        &config
+            .warmups
+            .iter()
+            .map(|&w| curves(w))
+            .collect::<Vec<_>>(),
+        640,
+        440,
+    )?;
+
+    let deepest = *depths.last().unwrap_or(&1);
+    let ms = |p, n| {
+        profile(&report.probe.results, p, n, deepest, |r| {
+            &r.residual_mean_square
+        })
+    };
+    let color = |p, n| config.pairs.iter().position(|&q| q == (p, n)).unwrap_or(7);
+    let growth: Vec<Series> = [
+        (Placement::Pre, NormKind::Layer),
+        (Placement::Pre, NormKind::Rms),
+        (Placement::Post, NormKind::Layer),
+    ]
+    .into_iter()
+    .map(|(p, n)| Series {
+        label: label(p, n),
+        points: ms(p, n)
+            .into_iter()
+            .enumerate()
+            .map(|(l, m)| (l as f64, m))
+            .collect(),
+        color: color(p, n),
+        dashed: false,
+    })
+    .collect();
+    save_png(
+        &out.join("residual_growth.png"),
+        &[Chart {
+            title: format!("residual stream E‖x_l‖²/d at initialization, L = {deepest}"),
+            x_label: "layer l".into(),
+            y_label: "E‖x_l‖²/d".into(),
+            series: growth,
+            bands: vec![Band {
+                label: "Lemma 2: 1 + l/2 … 1 + 3l/2".into(),
+                points: (0..=deepest)
+                    .map(|l| (l as f64, 1.0 + l as f64 / 2.0, 1.0 + 1.5 * l as f64))
+                    .collect(),
+            }],
+            ..Chart::default()
+        }],
+        760,
+        480,
+    )
+}
