@@ -58,7 +58,6 @@ use burn::lr_scheduler::cosine::CosineAnnealingLrSchedulerConfig;
 use burn::module::Module;
 use burn::optim::AdamWConfig;
 use burn::prelude::*;
-use burn::tensor::backend::AutodiffBackend;
 use burn::train::metric::state::{FormatOptions, NumericMetricState};
 use burn::train::metric::{
     AccuracyInput, AccuracyMetric, Adaptor, ItemLazy, LearningRateMetric, LossInput, LossMetric,
@@ -72,6 +71,31 @@ use burn::train::renderer::{
 use burn::train::{
     ExecutionStrategy, InferenceStep, Learner, MultiDeviceOptim, SupervisedTraining, TrainOutput,
     TrainStep, TrainingStrategy,
+};
+
+/// Fused backward calls (norms and attention) made inside train steps, and on how many
+/// threads: with `--devices N`, burn-train runs the steps on its worker threads, and the
+/// kernels' counters are per thread.
+struct FusedOnWorkers {
+    calls: std::sync::atomic::AtomicUsize,
+    threads: std::sync::Mutex<Vec<std::thread::ThreadId>>,
+}
+
+impl FusedOnWorkers {
+    fn record(&self, calls: usize) {
+        self.calls
+            .fetch_add(calls, std::sync::atomic::Ordering::Relaxed);
+        let mut threads = self.threads.lock().unwrap_or_else(|e| e.into_inner());
+        let id = std::thread::current().id();
+        if calls > 0 && !threads.contains(&id) {
+            threads.push(id);
+        }
+    }
+}
+
+static FUSED_ON_WORKERS: FusedOnWorkers = FusedOnWorkers {
+    calls: std::sync::atomic::AtomicUsize::new(0),
+    threads: std::sync::Mutex::new(Vec::new()),
 };
 
 /// The padding id: never a target, so the accuracy metric skips the positions set to it.
@@ -191,8 +215,10 @@ where
     type Output = ReverseOutput<B::InnerBackend>;
 
     fn step(&self, batch: ReverseBatch<B>) -> TrainOutput<Self::Output> {
+        let before = addnorm::kernels::fused::fused_calls().backward;
         let (logits, loss) = self.forward_loss(&batch);
         let grads = loss.backward();
+        FUSED_ON_WORKERS.record(addnorm::kernels::fused::fused_calls().backward - before);
         let grad_norm = global_gradient_norm(self, &grads);
         let output = ReverseOutput {
             loss: loss.inner(),
@@ -516,6 +542,13 @@ fn main() {
     // Closes the dashboard (and prints the summary) before the final numbers.
     drop(result.renderer);
 
+    println!(
+        "fused backward calls in train steps: {} on {} thread(s)",
+        FUSED_ON_WORKERS
+            .calls
+            .load(std::sync::atomic::Ordering::Relaxed),
+        FUSED_ON_WORKERS.threads.lock().map_or(0, |t| t.len())
+    );
     let trained: ReverseModel<Inner> = result.model;
     let batch = ReverseBatcher.batch(
         (0..valid.len()).filter_map(|i| valid.get(i)).collect(),

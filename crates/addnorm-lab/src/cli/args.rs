@@ -201,8 +201,8 @@ pub struct SweepArgs {
 pub struct DemoArgs {
     #[command(flatten)]
     pub(crate) common: CommonArgs,
-    /// Seeds of both experiments. Default: 3 per job, up to 10 (the time saved by running
-    /// runs at once goes to more seeds).
+    /// Seeds of both experiments. Default: 3 at one job, 4 at two, up to 10 (the time
+    /// saved by running runs at once goes to more seeds).
     #[arg(long, value_parser = parse_count)]
     pub(crate) seeds: Option<usize>,
     #[command(flatten)]

@@ -122,12 +122,14 @@ impl DemoConfig {
     }
 }
 
-/// The demo's default seed count for `plan`: 3 per job beyond the first, from 3 up to 10.
+/// The demo's default seed count for `plan`: 3 seeds per job at 80% efficiency,
+/// `⌊12·jobs/5⌋`, kept between 3 and 10 (3 at one job, 4 at two, 9 at four).
 ///
-/// Both experiments run `plan.jobs` cells at once, so on a 2-core machine the demo runs
-/// 5 seeds in about the time 3 took one at a time (see PERFORMANCE.md, "Sweep throughput").
+/// Both experiments run `plan.jobs` cells at once, and the time saved goes to more seeds,
+/// with a margin: on 2 cores, 5 seeds took 309 s against the 300 s budget
+/// (`cargo bench --bench demo_time`; PERFORMANCE.md of the lab).
 pub fn default_seeds(plan: JobPlan) -> usize {
-    (3 + 2 * (plan.jobs.max(1) - 1)).min(10)
+    (12 * plan.jobs / 5).clamp(3, 10)
 }
 
 /// `<placement>-<norm>`, as plots, tables and run names spell a pair.
