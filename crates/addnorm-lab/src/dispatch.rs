@@ -1,4 +1,4 @@
-//! Backends chosen at run time: [`with_backend!`] binds a type alias `B` to the autodiff
+//! Backends chosen at run time: `with_backend!` binds a type alias `B` to the autodiff
 //! backend of an [`addnorm::backend::Kind`], and [`kind_by_name`] saves a `Kind` in a
 //! configuration by its name.
 //!

@@ -83,7 +83,7 @@ pub fn check(config: &TrainConfig, available: Option<f64>) -> Result<(), String>
             human(avail)
         ));
     }
-    if !(cost.flops <= MAX_FLOPS) {
+    if cost.flops.is_nan() || cost.flops > MAX_FLOPS {
         return Err(format!(
             "the run would need about {:.1e} floating-point operations (more than a week at \
              165 GFLOP/s; the limit is {MAX_FLOPS:.0e}); make --steps or the model smaller",

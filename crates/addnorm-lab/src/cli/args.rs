@@ -3,7 +3,7 @@
 //! # Shapes
 //! Not applicable: argument parsing.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use addnorm::backend::Kind;
 use addnorm::nn::Placement;
@@ -263,7 +263,6 @@ fn parse_task(s: &str) -> Result<TaskKind, String> {
         .ok_or_else(|| format!("unknown task {s:?}; expected reverse, copy or sort"))
 }
 
-
 impl TrainArgs {
     /// The run's configuration.
     pub fn config(&self) -> TrainConfig {
@@ -290,7 +289,6 @@ impl TrainArgs {
         config
     }
 }
-
 
 impl ProbeArgs {
     /// The probe's configuration.
@@ -389,4 +387,3 @@ impl DemoArgs {
         self.common.seed
     }
 }
-

@@ -10,10 +10,8 @@ use super::args::{DemoArgs, ProbeArgs, SweepArgs, TrainArgs};
 use crate::demo::{DemoConfig, DemoOutcome, claims_table, demo_with};
 use crate::dispatch::with_backend;
 use crate::error::{LabError, write_json};
-use crate::lease::Holder;
 use crate::sweep::{SweepOutcome, adopt_config, sweep as run_sweep};
 use crate::train::TrainOptions;
-
 
 /// `addnorm train`.
 pub fn train(args: &TrainArgs) -> Result<i32, LabError> {
@@ -55,7 +53,6 @@ pub fn train(args: &TrainArgs) -> Result<i32, LabError> {
     println!("files: {}", out.display());
     Ok(0)
 }
-
 
 /// `addnorm probe`.
 pub fn probe(args: &ProbeArgs) -> Result<i32, LabError> {
@@ -163,4 +160,3 @@ pub fn demo(args: &DemoArgs) -> Result<i32, LabError> {
     print_demo_outcome(&outcome, out);
     Ok(0)
 }
-

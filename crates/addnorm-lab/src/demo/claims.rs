@@ -18,7 +18,7 @@ use std::fmt::Write as _;
 use addnorm::nn::Placement;
 use serde::{Deserialize, Serialize};
 
-use super::config::{DemoConfig, label};
+use super::config::DemoConfig;
 use crate::grid::NormKind;
 use crate::probe::{ProbeReport, ProbeResult};
 use crate::sweep::SweepRun;
@@ -69,7 +69,12 @@ pub(super) fn profile(
 }
 
 /// Fraction of runs of a (pair, warm-up) that reach ≥ 99% exact accuracy.
-pub(super) fn success_rate(runs: &[SweepRun], p: Placement, n: NormKind, warmup: usize) -> (usize, usize) {
+pub(super) fn success_rate(
+    runs: &[SweepRun],
+    p: Placement,
+    n: NormKind,
+    warmup: usize,
+) -> (usize, usize) {
     let group: Vec<&SweepRun> = runs
         .iter()
         .filter(|r| r.placement == p && r.norm == n && r.warmup == warmup)

@@ -22,7 +22,11 @@ pub fn markdown(report: &DemoReport) -> String {
     let _ = writeln!(
         s,
         "Backend `{}`, {:.0} s. Task: reverse, n = {}, {} symbols. Seeds {:?}.\n",
-        c.backend.name(), report.wall_seconds, c.probe.task.length, c.probe.task.symbols, c.seeds
+        c.backend.name(),
+        report.wall_seconds,
+        c.probe.task.length,
+        c.probe.task.symbols,
+        c.seeds
     );
     let _ = writeln!(s, "## Claims\n\n{}", claims_table(&report.claims));
     let _ = writeln!(

@@ -8,12 +8,13 @@ use std::path::Path;
 
 use addnorm::nn::Placement;
 
-use super::claims::{geometric_mean, profile, w2};
+use super::claims::{profile, w2};
 use super::config::label;
 use super::report::DemoReport;
 use crate::error::LabError;
 use crate::grid::NormKind;
 use crate::plot::{Band, Chart, Series, save_png};
+use crate::sweep::SweepRun;
 
 /// Writes every plot of `report` into `out`.
 ///

@@ -101,4 +101,3 @@ pub struct TrainOptions {
     /// Replace the loss of this step by NaN: exercises the divergence path.
     pub inject_nan_at: Option<usize>,
 }
-

@@ -78,7 +78,7 @@ pub struct StepRow<'a> {
     /// The validation metrics after it, on evaluation steps.
     pub evaluation: Option<Evaluation>,
     /// Per-layer gradient norms and the forward's statistics, on statistics steps.
-    pub stats: Option<(&'a [Vec<f64>], &'a StackStats)>,
+    pub stats: Option<(&'a [[f64; 6]], &'a StackStats)>,
 }
 
 impl StepRow<'_> {

@@ -37,7 +37,7 @@ struct Measured {
     loss: f64,
     grad_norm: f64,
     /// Per-layer gradient norms and the forward's statistics, on statistics steps.
-    stats: Option<(Vec<Vec<f64>>, StackStats)>,
+    stats: Option<(Vec<[f64; 6]>, StackStats)>,
 }
 
 /// Evaluates `model` on the validation batch without autodiff.
@@ -83,7 +83,7 @@ where
         .task
         .training_batch(config.seed, step, config.batch_size);
     let (inputs, targets, mask) = batch.to_tensors::<B>(device);
-    let record_stats = config.stats_every > 0 && (step + 1) % config.stats_every == 0;
+    let record_stats = config.stats_every > 0 && (step + 1).is_multiple_of(config.stats_every);
     let (logits, stats) = if record_stats {
         let (logits, stats) = model.forward_with_stats(inputs);
         (logits, Some(stats))
@@ -296,10 +296,7 @@ fn show_progress(
     done: usize,
     started: Instant,
 ) {
-    let exact = history
-        .evaluations
-        .last()
-        .map_or(0.0, |e| e.accuracy.exact);
+    let exact = history.evaluations.last().map_or(0.0, |e| e.accuracy.exact);
     let rate = (done - history.start) as f64 / started.elapsed().as_secs_f64().max(1e-9);
     bar.set_position(done as u64);
     bar.set_message(format!(

@@ -55,4 +55,3 @@ impl TrainSummary {
         self.evaluations.last()
     }
 }
-

@@ -599,7 +599,15 @@ fn cli_refuses_runs_that_would_exhaust_memory_or_time_before_any_work() {
         "of memory",
     );
     assert_rejected(
-        &["sweep", "--out", out, "--depths", "2,100000", "--d-model", "4096"],
+        &[
+            "sweep",
+            "--out",
+            out,
+            "--depths",
+            "2,100000",
+            "--d-model",
+            "4096",
+        ],
         dir.path(),
         "--depth",
         "of memory",
