@@ -1,7 +1,12 @@
 //! The first difference between two saved configurations, named by its field, so that a
 //! worker, `report` or `merge` can refuse a directory of another study and say why.
 
+use std::path::Path;
+
 use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::error::{LabError, read_json, write_json};
 
 /// A field whose values differ.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -18,6 +23,24 @@ impl core::fmt::Display for Difference {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         write!(f, "{}: {} vs {}", self.field, self.first, self.second)
     }
+}
+
+/// Saves `config` as `out/config.json`, or, if a study is already there, checks `config`
+/// against it; returns the first difference, which makes the caller exit with code 2.
+///
+/// # Errors
+/// If `config.json` cannot be read or written.
+pub fn adopt_config<T: Serialize + DeserializeOwned>(
+    config: &T,
+    out: &Path,
+) -> Result<Option<Difference>, LabError> {
+    let path = out.join("config.json");
+    if path.exists() {
+        let existing: T = read_json(&path)?;
+        return Ok(first_difference(&existing, config));
+    }
+    write_json(&path, config)?;
+    Ok(None)
 }
 
 /// The first top-level field (in serialization order) whose values differ, if any.

@@ -10,9 +10,10 @@
 use std::path::{Path, PathBuf};
 
 use crate::collect::saved_config;
+use crate::config_diff::adopt_config;
 use crate::config_diff::first_difference;
 use crate::error::LabError;
-use crate::sweep::{SweepConfig, adopt_config, collect, finished, summarize};
+use crate::sweep::{SweepConfig, collect, finished, summarize};
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> LabError + '_ {
     move |e| LabError::io(path, e)

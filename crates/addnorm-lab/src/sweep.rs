@@ -27,8 +27,7 @@ use addnorm::backend::Kind;
 use addnorm::nn::Placement;
 use serde::{Deserialize, Serialize};
 
-use crate::config_diff::{Difference, first_difference};
-use crate::error::{LabError, read_json, write_json};
+use crate::error::{LabError, write_json};
 use crate::grid::{NormKind, stack_config};
 use crate::jobs::JobPlan;
 use crate::lease::Holder;
@@ -528,19 +527,4 @@ where
                 .collect(),
         )),
     }
-}
-
-/// Checks `config` against the sweep already in `out`, if any, and saves it otherwise.
-/// Returns the first difference, which makes the caller exit with code 2.
-///
-/// # Errors
-/// If `config.json` cannot be read or written.
-pub fn adopt_config(config: &SweepConfig, out: &Path) -> Result<Option<Difference>, LabError> {
-    let path = out.join("config.json");
-    if path.exists() {
-        let existing: SweepConfig = read_json(&path)?;
-        return Ok(first_difference(&existing, config));
-    }
-    write_json(&path, config)?;
-    Ok(None)
 }

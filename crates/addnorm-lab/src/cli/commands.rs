@@ -7,10 +7,11 @@
 use std::path::Path;
 
 use super::args::{DemoArgs, ProbeArgs, SweepArgs, TrainArgs};
+use crate::config_diff::adopt_config;
 use crate::demo::{DemoConfig, DemoOutcome, claims_table, demo_with};
 use crate::dispatch::with_backend;
 use crate::error::{LabError, write_json};
-use crate::sweep::{SweepOutcome, adopt_config, sweep as run_sweep};
+use crate::sweep::{SweepOutcome, sweep as run_sweep};
 use crate::train::TrainOptions;
 
 /// `addnorm train`.
@@ -146,7 +147,7 @@ pub fn demo(args: &DemoArgs) -> Result<i32, LabError> {
     let options = args.options();
     let config = DemoConfig::quick(args.backend(), args.seed()).with_seeds(args.seeds());
     let out = args.out();
-    if let Some(d) = crate::demo::adopt_config(&config, out)? {
+    if let Some(d) = adopt_config(&config, out)? {
         eprintln!(
             "error: --out {} holds a demo of another configuration ({d}); use another --out \
              or the same flags",

@@ -18,7 +18,6 @@ use addnorm::backend::Kind;
 use super::claims::evaluate_claims;
 use super::config::{DemoConfig, label, run_name, training_runs};
 use super::report::DemoReport;
-use crate::config_diff::{Difference, first_difference};
 use crate::error::{LabError, read_json, write_json};
 use crate::jobs::JobPlan;
 use crate::lease::{self, Holder, Lease};
@@ -213,19 +212,4 @@ where
         report: Some(Box::new(report)),
         held: vec![],
     })
-}
-
-/// Saves `config` into `out`, or checks it against the demo already there; returns the
-/// first difference, which makes the caller exit with code 2.
-///
-/// # Errors
-/// If `config.json` cannot be read or written.
-pub fn adopt_config(config: &DemoConfig, out: &Path) -> Result<Option<Difference>, LabError> {
-    let path = out.join("config.json");
-    if path.exists() {
-        let existing: DemoConfig = read_json(&path)?;
-        return Ok(first_difference(&existing, config));
-    }
-    write_json(&path, config)?;
-    Ok(None)
 }

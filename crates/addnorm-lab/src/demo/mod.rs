@@ -37,5 +37,5 @@ pub mod report;
 
 pub use claims::{Claim, claims_table, evaluate_claims};
 pub use config::{DemoConfig, default_seeds};
-pub use driver::{DemoOptions, DemoOutcome, adopt_config, demo, demo_with};
+pub use driver::{DemoOptions, DemoOutcome, demo, demo_with};
 pub use report::DemoReport;
