@@ -147,6 +147,23 @@ impl core::fmt::Display for Kind {
     }
 }
 
+/// Saved by name (`"ndarray"`, `"wgpu"`, `"cuda"`), through Burn's re-export of serde, so
+/// that configurations can record their backend.
+impl burn::serde::Serialize for Kind {
+    fn serialize<S: burn::serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.name())
+    }
+}
+
+/// Read by name; only backends compiled into this build are accepted (as [`str::parse`]).
+impl<'de> burn::serde::Deserialize<'de> for Kind {
+    fn deserialize<D: burn::serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let name = <String as burn::serde::Deserialize>::deserialize(deserializer)?;
+        name.parse()
+            .map_err(<D::Error as burn::serde::de::Error>::custom)
+    }
+}
+
 impl core::str::FromStr for Kind {
     type Err = String;
 

@@ -1,6 +1,5 @@
 //! Backends chosen at run time: `with_backend!` binds a type alias `B` to the autodiff
-//! backend of an [`addnorm::backend::Kind`], and [`kind_by_name`] saves a `Kind` in a
-//! configuration by its name.
+//! backend of an [`addnorm::backend::Kind`] (which configurations save by its name).
 //!
 //! ```text
 //! Kind::Ndarray → addnorm::backend::ndarray::AutodiffBackend   (feature ndarray)  "ndarray"
@@ -43,28 +42,3 @@ macro_rules! with_backend {
     }};
 }
 pub(crate) use with_backend;
-
-/// Serde for a [`addnorm::backend::Kind`] field, as its name (`"ndarray"`, `"wgpu"`,
-/// `"cuda"`): `#[serde(with = "crate::dispatch::kind_by_name")]`.
-pub mod kind_by_name {
-    use addnorm::backend::Kind;
-    use serde::{Deserialize, Deserializer, Serializer, de::Error};
-
-    /// Writes the backend's name.
-    ///
-    /// # Errors
-    /// The serializer's.
-    pub fn serialize<S: Serializer>(kind: &Kind, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(kind.name())
-    }
-
-    /// Reads a backend's name.
-    ///
-    /// # Errors
-    /// An unknown name.
-    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Kind, D::Error> {
-        String::deserialize(deserializer)?
-            .parse()
-            .map_err(D::Error::custom)
-    }
-}

@@ -60,7 +60,7 @@ impl NormKind {
 
 /// The study's model: a stack of `depth` blocks of width `d_model`, `n_heads` heads and
 /// feed-forward width `d_ff`, with `norm` placed as `placement` says. Its vocabulary and
-/// length are fitted to the task by whoever trains it ([`crate::TrainConfig::new`]).
+/// length are fitted to the task by whoever trains it ([`crate::TrainConfig::for_task`]).
 pub fn stack_config(
     d_model: usize,
     n_heads: usize,

@@ -55,7 +55,6 @@ pub struct ProbeConfig {
     /// Start W^Q and W^K at zero (the theory's setting).
     pub zero_init_query_key: bool,
     /// The backend it ran on (informative).
-    #[serde(with = "crate::dispatch::kind_by_name")]
     pub backend: Kind,
 }
 

@@ -102,9 +102,7 @@ mod tests {
 
     fn config(length: usize, steps: usize) -> TrainConfig {
         let model = stack_config(32, 2, 128, 2, Placement::Pre, NormKind::Layer);
-        let mut c = TrainConfig::new(Task::new(TaskKind::Reverse, length, 10), model);
-        c.steps = steps;
-        c
+        TrainConfig::for_task(Task::new(TaskKind::Reverse, length, 10), model).with_steps(steps)
     }
 
     #[test]

@@ -61,7 +61,6 @@ pub struct SweepConfig {
     /// Batch size.
     pub batch_size: usize,
     /// The backend (informative).
-    #[serde(with = "crate::dispatch::kind_by_name")]
     pub backend: Kind,
 }
 
@@ -167,20 +166,19 @@ impl SweepConfig {
             placement,
             self.norm,
         );
-        let mut config = TrainConfig::new(self.task, model);
-        config.learning_rate = lr;
-        config.warmup_steps = warmup;
-        config.steps = self.steps;
-        config.batch_size = self.batch_size;
-        config.seed = seed;
-        config.eval_every = (self.steps / 8).max(1);
-        config.stats_every = self.steps;
-        // Four checkpoints a run, so that a run taken over from a dead worker resumes
-        // from at most a quarter back.
-        config.checkpoint_every = (self.steps / 4).max(1);
-        config.validation_size = 128;
-        config.backend = self.backend;
-        config
+        TrainConfig::for_task(self.task, model)
+            .with_learning_rate(lr)
+            .with_warmup_steps(warmup)
+            .with_steps(self.steps)
+            .with_batch_size(self.batch_size)
+            .with_seed(seed)
+            .with_eval_every((self.steps / 8).max(1))
+            .with_stats_every(self.steps)
+            // Four checkpoints a run, so that a run taken over from a dead worker resumes
+            // from at most a quarter back.
+            .with_checkpoint_every((self.steps / 4).max(1))
+            .with_validation_size(128)
+            .with_backend(self.backend)
     }
 }
 

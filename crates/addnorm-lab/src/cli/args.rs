@@ -274,19 +274,18 @@ impl TrainArgs {
             self.placement,
             self.norm,
         );
-        let mut config = TrainConfig::new(self.task.task(), model);
-        config.learning_rate = self.lr;
-        config.warmup_steps = self.warmup;
-        config.steps = self.steps;
-        config.batch_size = self.batch;
-        config.weight_decay = self.weight_decay;
-        config.grad_clip = self.grad_clip;
-        config.seed = self.common.seed;
-        config.eval_every = self.eval_every;
-        config.stats_every = self.stats_every;
-        config.checkpoint_every = self.checkpoint_every;
-        config.backend = self.common.backend;
-        config
+        TrainConfig::for_task(self.task.task(), model)
+            .with_learning_rate(self.lr)
+            .with_warmup_steps(self.warmup)
+            .with_steps(self.steps)
+            .with_batch_size(self.batch)
+            .with_weight_decay(self.weight_decay)
+            .with_grad_clip(self.grad_clip)
+            .with_seed(self.common.seed)
+            .with_eval_every(self.eval_every)
+            .with_stats_every(self.stats_every)
+            .with_checkpoint_every(self.checkpoint_every)
+            .with_backend(self.common.backend)
     }
 }
 
@@ -314,11 +313,10 @@ impl ProbeArgs {
         let depth = config.depths.iter().copied().max().unwrap_or(1);
         let p = config.placements.first().copied().unwrap_or_default();
         let n = config.norms.first().copied().unwrap_or(NormKind::Layer);
-        let mut run = TrainConfig::new(config.task, config.model(p, n, depth));
-        run.batch_size = config.batch_size;
-        run.steps = 1;
-        run.validation_size = 0;
-        run
+        TrainConfig::for_task(config.task, config.model(p, n, depth))
+            .with_batch_size(config.batch_size)
+            .with_steps(1)
+            .with_validation_size(0)
     }
 }
 

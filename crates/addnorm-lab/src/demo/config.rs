@@ -38,7 +38,6 @@ pub struct DemoConfig {
     /// Seeds of both experiments.
     pub seeds: Vec<u64>,
     /// The backend.
-    #[serde(with = "crate::dispatch::kind_by_name")]
     pub backend: Kind,
 }
 
@@ -108,17 +107,16 @@ impl DemoConfig {
             placement,
             norm,
         );
-        let mut config = TrainConfig::new(self.probe.task, model);
-        config.learning_rate = self.learning_rate;
-        config.warmup_steps = warmup;
-        config.steps = self.steps;
-        config.seed = seed;
-        config.eval_every = 25;
-        config.stats_every = self.steps;
-        config.checkpoint_every = self.steps;
-        config.validation_size = 128;
-        config.backend = self.backend;
-        config
+        TrainConfig::for_task(self.probe.task, model)
+            .with_learning_rate(self.learning_rate)
+            .with_warmup_steps(warmup)
+            .with_steps(self.steps)
+            .with_seed(seed)
+            .with_eval_every(25)
+            .with_stats_every(self.steps)
+            .with_checkpoint_every(self.steps)
+            .with_validation_size(128)
+            .with_backend(self.backend)
     }
 }
 

@@ -11,73 +11,70 @@
 
 use addnorm::backend::Kind;
 use addnorm::nn::TransformerStackConfig;
-use serde::{Deserialize, Serialize};
+use burn::config::Config;
 
 use crate::schedule::WarmupCosine;
 use crate::task::Task;
 
-/// Everything that defines a training run. Saved as `config.json`.
-#[derive(Serialize, Deserialize, Clone, Debug)]
+/// Everything that defines a training run, a Burn [`Config`] saved as `config.json`.
+/// Build it with [`TrainConfig::for_task`], which fits the model to the task, then the
+/// `with_*` setters.
+#[derive(Config, Debug)]
 pub struct TrainConfig {
     /// The toy task.
     pub task: Task,
-    /// The model (placement, norm, depth, width...). Its vocabulary and maximum length are
-    /// set from the task by [`TrainConfig::new`].
+    /// The model (placement, norm, depth, width...). [`TrainConfig::for_task`] sets its
+    /// vocabulary and maximum length from the task.
     pub model: TransformerStackConfig,
-    /// Peak learning rate.
+    /// Peak learning rate. Default: 1e-3
+    #[config(default = 1e-3)]
     pub learning_rate: f64,
-    /// Linear warm-up steps.
+    /// Linear warm-up steps. Default: 100
+    #[config(default = 100)]
     pub warmup_steps: usize,
-    /// Total optimizer steps.
+    /// Total optimizer steps. Default: 500
+    #[config(default = 500)]
     pub steps: usize,
-    /// Sequences per batch.
+    /// Sequences per batch. Default: 32
+    #[config(default = 32)]
     pub batch_size: usize,
-    /// AdamW's decoupled weight decay (0 gives Adam).
+    /// AdamW's decoupled weight decay (0 gives Adam). Default: 0
+    #[config(default = 0.0)]
     pub weight_decay: f64,
-    /// Clip the global gradient norm to this value, if set.
+    /// Clip the global gradient norm to this value, if set. Default: none
+    #[config(default = "None")]
     pub grad_clip: Option<f64>,
-    /// The seed of the initialization, the data and dropout.
+    /// The seed of the initialization, the data and dropout. Default: 0
+    #[config(default = 0)]
     pub seed: u64,
-    /// Evaluate on the validation set every this many steps (and at the end).
+    /// Evaluate on the validation set every this many steps (and at the end). Default: 50
+    #[config(default = 50)]
     pub eval_every: usize,
-    /// Record per-layer gradient norms and residual RMS every this many steps.
+    /// Record per-layer gradient norms and residual RMS every this many steps. Default: 50
+    #[config(default = 50)]
     pub stats_every: usize,
-    /// Write a checkpoint every this many steps (and at the end).
+    /// Write a checkpoint every this many steps (and at the end). Default: 100
+    #[config(default = 100)]
     pub checkpoint_every: usize,
-    /// Validation sequences.
+    /// Validation sequences. Default: 256
+    #[config(default = 256)]
     pub validation_size: usize,
-    /// The final learning rate, as a fraction of the peak.
+    /// The final learning rate, as a fraction of the peak. Default: 0.1
+    #[config(default = 0.1)]
     pub final_lr_fraction: f64,
-    /// The backend it ran on (informative).
-    #[serde(with = "crate::dispatch::kind_by_name")]
+    /// The backend it runs on. Default: the build's preferred backend
+    #[config(default = "addnorm::backend::PREFERRED")]
     pub backend: Kind,
 }
 
 impl TrainConfig {
-    /// A run of `task` with `model`, fitting the model's vocabulary and length to the task,
-    /// with the lab's defaults for everything else (LR 1e-3, 100 warm-up steps, 500 steps,
-    /// batch 32, no weight decay, no clipping, seed 0).
-    pub fn new(task: Task, model: TransformerStackConfig) -> Self {
+    /// A run of `task` with `model`, the model's vocabulary and maximum length fitted to
+    /// the task, and the defaults above for everything else.
+    pub fn for_task(task: Task, model: TransformerStackConfig) -> Self {
         let model = model
             .with_vocab_size(task.vocab_size())
             .with_max_seq_len(task.seq_len());
-        Self {
-            task,
-            model,
-            learning_rate: 1e-3,
-            warmup_steps: 100,
-            steps: 500,
-            batch_size: 32,
-            weight_decay: 0.0,
-            grad_clip: None,
-            seed: 0,
-            eval_every: 50,
-            stats_every: 50,
-            checkpoint_every: 100,
-            validation_size: 256,
-            final_lr_fraction: 0.1,
-            backend: addnorm::backend::PREFERRED,
-        }
+        Self::new(task, model)
     }
 
     /// The learning-rate schedule.

@@ -64,18 +64,17 @@ fn tiny_run(steps: usize) -> TrainConfig {
         .with_n_heads(2)
         .with_d_ff(32)
         .with_n_layers(2);
-    let mut config = TrainConfig::new(Task::new(TaskKind::Reverse, 4, 6), model);
-    config.steps = steps;
-    config.warmup_steps = 3;
-    config.learning_rate = 3e-3;
-    config.batch_size = 8;
-    config.validation_size = 32;
-    config.eval_every = 3;
-    config.stats_every = 2;
-    config.checkpoint_every = 3;
-    config.seed = 7;
-    config.backend = addnorm::backend::Kind::Ndarray;
-    config
+    TrainConfig::for_task(Task::new(TaskKind::Reverse, 4, 6), model)
+        .with_steps(steps)
+        .with_warmup_steps(3)
+        .with_learning_rate(3e-3)
+        .with_batch_size(8)
+        .with_validation_size(32)
+        .with_eval_every(3)
+        .with_stats_every(2)
+        .with_checkpoint_every(3)
+        .with_seed(7)
+        .with_backend(addnorm::backend::Kind::Ndarray)
 }
 
 fn run(config: &TrainConfig, out: &Path, options: &TrainOptions) -> TrainSummary {
@@ -131,13 +130,13 @@ fn reverse_with_depth_2_and_width_32_reaches_99_percent_exact_within_150_steps()
         .with_d_ff(64)
         .with_n_layers(2)
         .with_placement(Placement::Pre);
-    let mut config = TrainConfig::new(Task::new(TaskKind::Reverse, 6, 10), model);
-    config.steps = 200;
-    config.warmup_steps = 30;
-    config.learning_rate = 3e-3;
-    config.eval_every = 10;
-    config.stats_every = 100;
-    config.checkpoint_every = 200;
+    let config = TrainConfig::for_task(Task::new(TaskKind::Reverse, 6, 10), model)
+        .with_steps(200)
+        .with_warmup_steps(30)
+        .with_learning_rate(3e-3)
+        .with_eval_every(10)
+        .with_stats_every(100)
+        .with_checkpoint_every(200);
     // Measured with these settings: 99% exact at step 70 (seeds 0 and 2) or 80 (seeds 1
     // and 3). The bound of 150 leaves room for numerical drift, not for a slower optimizer.
     let summary = run(&config, dir.path(), &TrainOptions::default());
@@ -349,9 +348,9 @@ fn a_non_finite_loss_stops_cleanly_and_keeps_the_last_checkpoint() {
 
 #[test]
 fn config_json_round_trips_and_metrics_csv_has_one_row_per_step() {
-    let mut config = tiny_run(5);
-    config.grad_clip = Some(0.5);
-    config.weight_decay = 0.01;
+    let config = tiny_run(5)
+        .with_grad_clip(Some(0.5))
+        .with_weight_decay(0.01);
     let dir = TempDir::new("files");
     let summary = run(&config, dir.path(), &TrainOptions::default());
     for file in addnorm_lab::train::run_files(dir.path()) {
