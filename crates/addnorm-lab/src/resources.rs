@@ -76,7 +76,8 @@ pub fn check(config: &TrainConfig, available: Option<f64>) -> Result<(), String>
     let cost = estimate(config);
     if let Some(avail) = available.filter(|&a| cost.bytes > 0.8 * a) {
         return Err(format!(
-            "one training step would need about {} of memory, and this machine has {} \
+            "the run would need about {} of memory at its peak (a training step or the \
+             validation pass), and this machine has {} \
              available; make --length, --symbols, --batch, --depth, --d-model or --d-ff \
              smaller",
             human(cost.bytes),
