@@ -86,39 +86,43 @@ pub(super) fn success_rate(
     (ok, group.len())
 }
 
-/// Checks the claims against the measurements.
-pub fn evaluate_claims(config: &DemoConfig, probe: &ProbeReport, runs: &[SweepRun]) -> Vec<Claim> {
-    let mut claims = vec![];
-    let slope = |p, n| probe.slope(p, n).unwrap_or(f64::NAN);
-    let (post, pre) = (
-        slope(Placement::Post, NormKind::Layer),
-        slope(Placement::Pre, NormKind::Layer),
-    );
-    claims.push(Claim {
-        source: "Xiong et al. 2020, Theorem 1".into(),
-        statement:
-            "Post-LN: the last layer's ‖∂L/∂W₂‖ does not shrink with depth (log-log slope ≈ 0)"
-                .into(),
-        measured: format!("slope {post:.2} over L = {:?}", config.probe.depths),
-        reproduced: post.abs() <= 0.25,
-    });
-    claims.push(Claim {
-        source: "Xiong et al. 2020, Theorem 1".into(),
-        statement: "Pre-LN: the last layer's ‖∂L/∂W₂‖ scales as 1/√L (slope ≈ −0.5)".into(),
-        measured: format!("slope {pre:.2}"),
-        reproduced: (-0.75..=-0.3).contains(&pre),
-    });
-    // Fig. 3's per-layer profiles, at every probed depth.
-    // The trend from the input to the output: mean of the last third of layers over the mean
-    // of the first third (single layers are noisy).
-    let ratio = |v: &[f64]| {
-        let third = (v.len() / 3).max(1);
-        let mean = |s: &[f64]| s.iter().sum::<f64>() / s.len().max(1) as f64;
-        mean(&v[v.len() - third..]) / mean(&v[..third])
-    };
-    let spread = |v: &[f64]| {
-        v.iter().copied().fold(0.0_f64, f64::max) / v.iter().copied().fold(f64::INFINITY, f64::min)
-    };
+/// Theorem 1: the last layer's gradient against depth, as a log-log slope.
+fn theorem_1(config: &DemoConfig, probe: &ProbeReport) -> [Claim; 2] {
+    let slope = |p| probe.slope(p, NormKind::Layer).unwrap_or(f64::NAN);
+    let (post, pre) = (slope(Placement::Post), slope(Placement::Pre));
+    [
+        Claim {
+            source: "Xiong et al. 2020, Theorem 1".into(),
+            statement:
+                "Post-LN: the last layer's ‖∂L/∂W₂‖ does not shrink with depth (log-log slope ≈ 0)"
+                    .into(),
+            measured: format!("slope {post:.2} over L = {:?}", config.probe.depths),
+            reproduced: post.abs() <= 0.25,
+        },
+        Claim {
+            source: "Xiong et al. 2020, Theorem 1".into(),
+            statement: "Pre-LN: the last layer's ‖∂L/∂W₂‖ scales as 1/√L (slope ≈ −0.5)".into(),
+            measured: format!("slope {pre:.2}"),
+            reproduced: (-0.75..=-0.3).contains(&pre),
+        },
+    ]
+}
+
+/// The trend from the input to the output: the mean of the last third of the layers over
+/// the mean of the first third (single layers are noisy).
+fn thirds_ratio(v: &[f64]) -> f64 {
+    let third = (v.len() / 3).max(1);
+    let mean = |s: &[f64]| s.iter().sum::<f64>() / s.len().max(1) as f64;
+    mean(&v[v.len() - third..]) / mean(&v[..third])
+}
+
+/// max / min over the layers.
+fn spread(v: &[f64]) -> f64 {
+    v.iter().copied().fold(0.0_f64, f64::max) / v.iter().copied().fold(f64::INFINITY, f64::min)
+}
+
+/// Fig. 3: the per-layer profiles of ‖∂L/∂W₂^(l)‖, at every probed depth.
+fn figure_3(config: &DemoConfig, probe: &ProbeReport) -> [Claim; 2] {
     let profiles = |p| -> Vec<(usize, Vec<f64>)> {
         config
             .probe
@@ -129,28 +133,34 @@ pub fn evaluate_claims(config: &DemoConfig, probe: &ProbeReport, runs: &[SweepRu
     };
     let post_profiles = profiles(Placement::Post);
     let pre_profiles = profiles(Placement::Pre);
-    let listed = |v: &[(usize, Vec<f64>)], f: &dyn Fn(&[f64]) -> f64| -> String {
+    let listed = |v: &[(usize, Vec<f64>)], f: fn(&[f64]) -> f64| -> String {
         let parts: Vec<String> = v
             .iter()
             .map(|(d, p)| format!("{:.2} (L={d})", f(p)))
             .collect();
         parts.join(", ")
     };
-    claims.push(Claim {
-        source: "Xiong et al. 2020, Fig. 3".into(),
-        statement: "Post-LN: ‖∂L/∂W₂^(l)‖ grows toward the output layer".into(),
-        measured: format!(
-            "last third / first third of layers: {}",
-            listed(&post_profiles, &ratio)
-        ),
-        reproduced: post_profiles.iter().all(|(_, p)| ratio(p) > 1.0),
-    });
-    claims.push(Claim {
-        source: "Xiong et al. 2020, Fig. 3".into(),
-        statement: "Pre-LN: ‖∂L/∂W₂^(l)‖ is about the same at every layer (max/min ≤ 2)".into(),
-        measured: format!("max/min over layers: {}", listed(&pre_profiles, &spread)),
-        reproduced: pre_profiles.iter().all(|(_, p)| spread(p) <= 2.0),
-    });
+    [
+        Claim {
+            source: "Xiong et al. 2020, Fig. 3".into(),
+            statement: "Post-LN: ‖∂L/∂W₂^(l)‖ grows toward the output layer".into(),
+            measured: format!(
+                "last third / first third of layers: {}",
+                listed(&post_profiles, thirds_ratio)
+            ),
+            reproduced: post_profiles.iter().all(|(_, p)| thirds_ratio(p) > 1.0),
+        },
+        Claim {
+            source: "Xiong et al. 2020, Fig. 3".into(),
+            statement: "Pre-LN: ‖∂L/∂W₂^(l)‖ is about the same at every layer (max/min ≤ 2)".into(),
+            measured: format!("max/min over layers: {}", listed(&pre_profiles, spread)),
+            reproduced: pre_profiles.iter().all(|(_, p)| spread(p) <= 2.0),
+        },
+    ]
+}
+
+/// Lemma 2: Pre-LN's residual growth at the deepest probed depth.
+fn lemma_2(config: &DemoConfig, probe: &ProbeReport) -> Claim {
     let deepest = *config.probe.depths.last().unwrap_or(&1);
     let ms = profile(
         &probe.results,
@@ -166,7 +176,7 @@ pub fn evaluate_claims(config: &DemoConfig, probe: &ProbeReport, runs: &[SweepRu
         .filter(|&(l, &m)| (1.0 + l as f64 / 2.0..=1.0 + 1.5 * l as f64).contains(&m))
         .count();
     let layers = ms.len().saturating_sub(1).max(1);
-    claims.push(Claim {
+    Claim {
         source: "Xiong et al. 2020, Lemma 2".into(),
         statement: "Pre-LN: 1 + l/2 ≤ E‖x_l‖²/d ≤ 1 + 3l/2".into(),
         measured: format!(
@@ -174,18 +184,22 @@ pub fn evaluate_claims(config: &DemoConfig, probe: &ProbeReport, runs: &[SweepRu
             ms.last().copied().unwrap_or(f64::NAN)
         ),
         reproduced: inside as f64 >= 0.9 * layers as f64,
-    });
+    }
+}
+
+/// §3.2 and its follow-ups: which models train at the high LR, with and without warm-up.
+fn warm_up(config: &DemoConfig, runs: &[SweepRun]) -> Vec<Claim> {
     let lr = config.learning_rate;
     let (no_w, with_w) = (config.warmups[0], *config.warmups.last().unwrap_or(&0));
     let rate = |p, n, w| success_rate(runs, p, n, w);
     let (a, n1) = rate(Placement::Post, NormKind::Layer, no_w);
     let (b, n2) = rate(Placement::Post, NormKind::Layer, with_w);
-    claims.push(Claim {
+    let mut claims = vec![Claim {
         source: "Xiong et al. 2020, §3.2 and Fig. 1".into(),
         statement: format!("Post-LN at LR {lr:e} fails without warm-up and trains with it"),
         measured: format!("≥99% exact: {a}/{n1} without warm-up, {b}/{n2} with {with_w} steps"),
         reproduced: 3 * a <= n1 && 3 * b >= 2 * n2,
-    });
+    }];
     for (p, n, source, statement) in [
         (
             Placement::Pre,
@@ -225,6 +239,16 @@ pub fn evaluate_claims(config: &DemoConfig, probe: &ProbeReport, runs: &[SweepRu
         measured: format!("≥99% exact: {k}/{total} without warm-up, {kw}/{tw} with"),
         reproduced: 3 * (k + kw) <= total + tw,
     });
+    claims
+}
+
+/// Every claim the demo checks, in report order: Theorem 1, Fig. 3, Lemma 2, warm-up.
+pub fn evaluate_claims(config: &DemoConfig, probe: &ProbeReport, runs: &[SweepRun]) -> Vec<Claim> {
+    let mut claims = vec![];
+    claims.extend(theorem_1(config, probe));
+    claims.extend(figure_3(config, probe));
+    claims.push(lemma_2(config, probe));
+    claims.extend(warm_up(config, runs));
     claims
 }
 
