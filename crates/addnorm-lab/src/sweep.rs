@@ -508,7 +508,9 @@ where
     .collect::<Result<Vec<RunState>, LabError>>()?;
     bar.finish_and_clear();
     // A run held when this worker reached it may have finished since.
-    let held = still_held(states, out, |_| config.steps);
+    let held = still_held(states, |name| {
+        finished(&out.join("runs").join(name), config.steps).is_some()
+    });
     if !held.is_empty() {
         return Ok(SweepOutcome::Waiting(held));
     }

@@ -49,6 +49,33 @@ fn log_trained(name: &str) {
     println!("trained {name}");
 }
 
+/// The claim protocol for any part `name` of a shared `out`: nothing to do if `is_done`;
+/// otherwise claim it, check `is_done` again (another worker may have finished it between
+/// the check and the claim), and run `compute` while holding the claim.
+///
+/// # Errors
+/// If the claim cannot be written, or `compute` fails.
+pub fn claim_and_compute(
+    out: &Path,
+    name: &str,
+    stale_after: Duration,
+    is_done: impl Fn() -> bool,
+    compute: impl FnOnce() -> Result<(), LabError>,
+) -> Result<RunState, LabError> {
+    if is_done() {
+        return Ok(RunState::Done { trained: false });
+    }
+    let _lease = match Lease::acquire(&out.join("claims"), name, stale_after)? {
+        Claim::Held(holder) => return Ok(RunState::Held(name.to_string(), holder)),
+        Claim::Acquired(lease) => lease,
+    };
+    if is_done() {
+        return Ok(RunState::Done { trained: false });
+    }
+    compute()?;
+    Ok(RunState::Done { trained: true })
+}
+
 /// Trains run `name` (`<out>/runs/<name>/`, with `config`) unless it is finished or a live
 /// worker holds it; a claim older than `stale_after` is taken over and the run resumed.
 ///
@@ -62,32 +89,23 @@ pub fn train_claimed<B: NormAutodiffBackend>(
     device: &B::Device,
 ) -> Result<RunState, LabError> {
     let dir = out.join("runs").join(name);
-    if finished(&dir, config.steps).is_some() {
-        return Ok(RunState::Done { trained: false });
-    }
-    let _lease = match Lease::acquire(&out.join("claims"), name, stale_after)? {
-        Claim::Held(holder) => return Ok(RunState::Held(name.to_string(), holder)),
-        Claim::Acquired(lease) => lease,
-    };
-    // Another worker may have finished it between the check and the claim.
-    if finished(&dir, config.steps).is_some() {
-        return Ok(RunState::Done { trained: false });
-    }
-    let options = TrainOptions {
-        resume: true,
-        ..TrainOptions::default()
-    };
-    train::<B>(config, &dir, &options, device)?;
-    log_trained(name);
-    Ok(RunState::Done { trained: true })
+    let is_done = || finished(&dir, config.steps).is_some();
+    claim_and_compute(out, name, stale_after, is_done, || {
+        let options = TrainOptions {
+            resume: true,
+            ..TrainOptions::default()
+        };
+        train::<B>(config, &dir, &options, device)?;
+        log_trained(name);
+        Ok(())
+    })
 }
 
-/// The runs of `states` that were held by others when reached and are still not finished
-/// in `out` (`steps` of `name` gives the run's length).
+/// The parts of `states` that were held by others when reached and are still not
+/// finished (`is_finished` of the part's name).
 pub fn still_held(
     states: Vec<RunState>,
-    out: &Path,
-    steps: impl Fn(&str) -> usize,
+    is_finished: impl Fn(&str) -> bool,
 ) -> Vec<(String, Holder)> {
     states
         .into_iter()
@@ -95,6 +113,6 @@ pub fn still_held(
             RunState::Held(name, h) => Some((name, h)),
             RunState::Done { .. } => None,
         })
-        .filter(|(name, _)| finished(&out.join("runs").join(name), steps(name)).is_none())
+        .filter(|(name, _)| !is_finished(name))
         .collect()
 }

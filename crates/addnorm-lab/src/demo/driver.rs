@@ -20,10 +20,10 @@ use super::config::{DemoConfig, label, run_name, training_runs};
 use super::report::DemoReport;
 use crate::error::{LabError, read_json, write_json};
 use crate::jobs::JobPlan;
-use crate::lease::{self, Holder, Lease};
+use crate::lease::Holder;
 use crate::probe::{ProbeReport, probe_pairs};
 use crate::sweep::{SweepRun, summarize};
-use crate::worker::{RunState, finished, still_held, train_claimed};
+use crate::worker::{RunState, claim_and_compute, finished, still_held, train_claimed};
 
 /// How a demo worker runs: progress, concurrency, and when another worker's claim is stale.
 #[derive(Clone, Copy, Debug)]
@@ -88,27 +88,24 @@ fn claimed_probe<B: NormAutodiffBackend>(
     device: &B::Device,
 ) -> Result<RunState, LabError> {
     let path = out.join("probe.json");
-    if path.exists() {
-        return Ok(RunState::Done { trained: false });
-    }
-    let _lease = match Lease::acquire(&out.join("claims"), PROBE_PART, options.stale_after)? {
-        lease::Claim::Held(holder) => return Ok(RunState::Held(PROBE_PART.into(), holder)),
-        lease::Claim::Acquired(lease) => lease,
-    };
-    if path.exists() {
-        return Ok(RunState::Done { trained: false });
-    }
-    let (pairs, plan) = (&config.pairs, options.plan);
-    let report = probe_pairs::<B>(
-        &config.probe,
-        pairs,
-        "A: probe",
-        options.progress,
-        plan,
-        device,
-    );
-    write_json(&path, &report)?;
-    Ok(RunState::Done { trained: true })
+    claim_and_compute(
+        out,
+        PROBE_PART,
+        options.stale_after,
+        || path.exists(),
+        || {
+            let (pairs, plan) = (&config.pairs, options.plan);
+            let report = probe_pairs::<B>(
+                &config.probe,
+                pairs,
+                "A: probe",
+                options.progress,
+                plan,
+                device,
+            );
+            write_json(&path, &report)
+        },
+    )
 }
 
 /// The claim name of experiment A.
@@ -182,10 +179,13 @@ where
         .collect();
     // A part held when this worker reached it may have been finished since.
     let probe_path = out.join("probe.json");
-    let held = still_held(states, out, |_| config.steps)
-        .into_iter()
-        .filter(|(name, _)| name != PROBE_PART || !probe_path.exists())
-        .collect::<Vec<_>>();
+    let held = still_held(states, |name| {
+        if name == PROBE_PART {
+            probe_path.exists()
+        } else {
+            finished(&out.join("runs").join(name), config.steps).is_some()
+        }
+    });
     if !held.is_empty() {
         return Ok(DemoOutcome {
             computed,

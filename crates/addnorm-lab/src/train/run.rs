@@ -60,14 +60,14 @@ fn evaluate<B: NormAutodiffBackend>(
     }
 }
 
-/// Step `step`: forward, masked cross-entropy, backward, clipping, AdamW. Returns the
-/// updated model, or the model unchanged with the divergence.
+/// Step `step` at learning rate `lr`: forward, masked cross-entropy, backward, clipping,
+/// AdamW. Returns the updated model, or the model unchanged with the divergence.
 fn optimize<B, O>(
     model: TransformerStack<B>,
     optimizer: &mut O,
     config: &TrainConfig,
     options: &TrainOptions,
-    step: usize,
+    (step, lr): (usize, f64),
     device: &B::Device,
 ) -> (TransformerStack<B>, Result<Measured, String>)
 where
@@ -108,7 +108,7 @@ where
     if let Some(max_norm) = config.grad_clip {
         grads = clip_global_norm(&model, grads, grad_norm, max_norm);
     }
-    let model = optimizer.step(config.schedule().at(step), model, grads);
+    let model = optimizer.step(lr, model, grads);
     let measured = Measured {
         loss,
         grad_norm,
@@ -237,10 +237,13 @@ where
         .task
         .validation_set(config.seed, config.validation_size);
     let bar = progress_bar(config, history.start, options.progress);
+    let schedule = config.schedule();
     let started = Instant::now();
     let mut diverged = None;
     for step in history.start..config.steps {
-        let (updated, measured) = optimize(model, &mut optimizer, config, options, step, device);
+        let lr = schedule.at(step);
+        let (updated, measured) =
+            optimize(model, &mut optimizer, config, options, (step, lr), device);
         model = updated;
         let measured = match measured {
             Ok(m) => m,
@@ -261,7 +264,7 @@ where
         history.evaluations.extend(evaluation);
         let row = StepRow {
             step,
-            lr: config.schedule().at(step),
+            lr,
             loss: measured.loss,
             grad_norm: measured.grad_norm,
             evaluation,
