@@ -8,7 +8,12 @@
 //! cargo bench --bench attention
 //! cargo bench --bench attention -- --reps 40     # steps per case for T ≤ 128 (default 30)
 //! cargo bench --bench attention -- --no-torch    # skip the PyTorch column
+//! cargo bench --bench attention --features wgpu -- --wgpu   # the CubeCL kernels
 //! ```
+//!
+//! With `--wgpu` the same steps run on `Autodiff<Wgpu<f32>>` (Burn's default wgpu type,
+//! with fusion), synced after each step: addnorm's CubeCL attention kernels against the
+//! composite path on the same device (no torch column, no RSS).
 //!
 //! A step is `O = attention(Q, K, V)` on `[batch, T, heads·d_head]` tensors (the
 //! projections' layout), `loss = Σ O·dO`, `loss.backward()`, with Q, K and V requiring
@@ -23,11 +28,13 @@
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use addnorm_kernels::AttentionBackend;
 use addnorm_kernels::attention::{AttentionSpec, attention};
 use addnorm_kernels::composite::ForceComposite;
 use addnorm_kernels::fused::fused_calls;
 use burn::backend::{Autodiff, NdArray};
-use burn::tensor::{Distribution, Tensor};
+use burn::tensor::backend::{AutodiffBackend, Backend};
+use burn::tensor::{Device, Distribution, Tensor};
 
 type Ad = Autodiff<NdArray<f32>>;
 
@@ -41,22 +48,23 @@ enum Variant {
     Composite,
 }
 
-/// The leaves and the output gradient of one case.
-struct Inputs {
-    qkv: [Tensor<Ad, 3>; 3],
-    d_out: Tensor<Ad, 3>,
+/// The leaves and the output gradient of one case, on backend `B`.
+struct Inputs<B: AutodiffBackend> {
+    qkv: [Tensor<B, 3>; 3],
+    d_out: Tensor<B, 3>,
     spec: AttentionSpec,
+    device: Device<B>,
 }
 
-impl Inputs {
-    fn new([batch, heads, seq, d_head]: [usize; 4]) -> Self {
-        let device = Default::default();
+impl<B: AutodiffBackend + AttentionBackend> Inputs<B> {
+    fn new([batch, heads, seq, d_head]: [usize; 4], device: &Device<B>) -> Self {
         let shape = [batch, seq, heads * d_head];
-        let random = || Tensor::<Ad, 3>::random(shape, Distribution::Normal(0.0, 1.0), &device);
+        let random = || Tensor::<B, 3>::random(shape, Distribution::Normal(0.0, 1.0), device);
         Self {
             qkv: [random(), random(), random()],
             d_out: random(),
             spec: AttentionSpec::causal(heads, d_head),
+            device: device.clone(),
         }
     }
 
@@ -72,6 +80,7 @@ impl Inputs {
         let o = attention(q.clone(), k, v, self.spec);
         let grads = (o * self.d_out.clone()).sum().backward();
         let dq = q.grad(&grads).expect("dq");
+        B::sync(&self.device).expect("the device syncs");
         let time = start.elapsed();
         std::hint::black_box(dq);
         let fused = fused_calls().backward > before.backward;
@@ -90,8 +99,12 @@ fn median(mut times: Vec<Duration>) -> Duration {
 }
 
 /// Median step times `(fused, composite)` over `reps` alternating rounds.
-fn time_case(case: [usize; 4], reps: usize) -> (Duration, Duration) {
-    let inputs = Inputs::new(case);
+fn time_case<B: AutodiffBackend + AttentionBackend>(
+    case: [usize; 4],
+    reps: usize,
+    device: &Device<B>,
+) -> (Duration, Duration) {
+    let inputs = Inputs::<B>::new(case, device);
     for variant in [Variant::Fused, Variant::Composite] {
         inputs.step(variant);
     }
@@ -116,7 +129,7 @@ fn status_kib(field: &str) -> f64 {
 /// In a child process: one warm-up step, reset the peak, one step; prints the peak growth
 /// in MiB.
 fn child(variant: Variant, case: [usize; 4]) {
-    let inputs = Inputs::new(case);
+    let inputs = Inputs::<Ad>::new(case, &Default::default());
     inputs.step(variant);
     let before = status_kib("VmRSS");
     std::fs::write("/proc/self/clear_refs", "5").expect("reset VmHWM");
@@ -179,6 +192,10 @@ fn main() {
         .position(|a| a == "--reps")
         .and_then(|i| args.get(i + 1))
         .map_or(30, |v| v.parse().expect("--reps takes a positive integer"));
+    if args.iter().any(|a| a == "--wgpu") {
+        gpu_table(reps);
+        return;
+    }
     let torch = if args.iter().any(|a| a == "--no-torch") {
         vec![]
     } else {
@@ -205,7 +222,7 @@ fn main() {
     );
     for case in CASES {
         let case_reps = (reps / (1 + case[2] / 128)).max(3);
-        let (fused, composite) = time_case(case, case_reps);
+        let (fused, composite) = time_case::<Ad>(case, case_reps, &Default::default());
         let (rss_fused, rss_composite) = (
             peak_rss(Variant::Fused, case),
             peak_rss(Variant::Composite, case),
@@ -226,4 +243,39 @@ fn main() {
             torch_rss,
         );
     }
+}
+
+/// `--wgpu`: fused CubeCL attention against the composite path on `Autodiff<Wgpu<f32>>`.
+#[cfg(feature = "wgpu")]
+fn gpu_table(reps: usize) {
+    type Gpu = Autodiff<burn::backend::Wgpu<f32, i32>>;
+    let device = burn::backend::wgpu::WgpuDevice::default();
+    let adapter = <burn::backend::Wgpu<f32, i32> as Backend>::name(&device);
+    println!(
+        "Causal attention, forward + backward (loss = Σ O·dO), Autodiff<Wgpu<f32>> \
+         ({adapter}), synced after each step; [batch, heads, T, d_head]; median step.\n"
+    );
+    println!(
+        "{:<18} {:>12} {:>12} {:>11}",
+        "shape", "fused", "composite", "comp/fused"
+    );
+    for case in CASES {
+        let case_reps = (reps / (1 + case[2] / 128)).max(1);
+        let (fused, composite) = time_case::<Gpu>(case, case_reps, &device);
+        println!(
+            "{:<18} {:>9.3} ms {:>9.3} ms {:>10.2}×",
+            format!("{case:?}"),
+            fused.as_secs_f64() * 1e3,
+            composite.as_secs_f64() * 1e3,
+            composite.as_secs_f64() / fused.as_secs_f64(),
+        );
+    }
+}
+
+#[cfg(not(feature = "wgpu"))]
+fn gpu_table(_reps: usize) {
+    eprintln!(
+        "--wgpu needs the wgpu feature: cargo bench --bench attention --features wgpu -- --wgpu"
+    );
+    std::process::exit(2);
 }

@@ -4,9 +4,10 @@
 //! logits scaled by 30), against the composite path, and against finite differences in
 //! f64; plus the fused-call counters, `ForceComposite`, and the module's dropout fallback.
 //!
-//! On ndarray the fused CPU kernels run; on wgpu the composite path (no CubeCL attention
-//! kernel yet), which the same fixtures check. T = 1000 runs on ndarray only: the
-//! composite `[1, 2, 1000, 1000]` scores are slow on Mesa's software driver.
+//! On ndarray the fused CPU kernels run; on wgpu the CubeCL kernels, through
+//! `Fusion<CubeBackend>` (Burn's default wgpu type) and, in
+//! [`cube_backend_without_fusion_agrees`], on the bare `CubeBackend`; the composite path
+//! is checked on both under `ForceComposite`.
 
 use addnorm::NormBackend;
 use addnorm_kernels::attention::{AttentionSpec, attention, attention_with_max_logit};
@@ -173,7 +174,7 @@ fn check_fixtures<B: AutodiffBackend + NormBackend>(seqs: &[usize], device: &B::
 }
 
 on_every_backend! {
-    /// PyTorch's SDPA: forward, dQ, dK, dV, T ≤ 128 (T = 1000 below, on ndarray), every
+    /// PyTorch's SDPA: forward, dQ, dK, dV, T ≤ 128 (T = 1000 below), every
     /// d_head, causal and not, and the scale-30 cases.
     fn matches_torch_sdpa<B>(device) {
         check_fixtures::<B>(&[1, 2, 17, 128], device);
@@ -293,48 +294,158 @@ on_every_backend! {
     }
 }
 
-/// T = 1000 against PyTorch, on the fused CPU kernels.
-#[cfg(feature = "ndarray")]
-#[test]
-fn matches_torch_sdpa_at_t1000() {
-    type B = addnorm::backend::ndarray::AutodiffBackend;
-    let before = fused_calls();
-    check_fixtures::<B>(&[1000], &addnorm::backend::ndarray::device());
-    assert_eq!(
-        fused_calls().forward - before.forward,
-        6,
-        "one fused forward per case"
-    );
+on_every_backend! {
+    /// T = 1000 against PyTorch, on the fused kernels (asserted: one fused forward per
+    /// case), which never build the `[1, 2, 1000, 1000]` scores.
+    fn matches_torch_sdpa_at_t1000<B>(device) {
+        let before = fused_calls();
+        check_fixtures::<B>(&[1000], device);
+        assert_eq!(fused_calls().forward - before.forward, 6, "one fused forward per case");
+    }
+
+    /// Under `Autodiff<B>` one attention call is one fused forward and one fused backward;
+    /// a `ForceComposite` guard turns both off; the inner backend alone counts its forward
+    /// too.
+    fn the_fused_path_is_counted_and_force_composite_turns_it_off<B>(device) {
+        let inputs = Inputs::random([2, 9, 8], 2, true, 1);
+        let before = fused_calls();
+        pass::<B>(&inputs, device);
+        let after = fused_calls();
+        assert_eq!(
+            (after.forward - before.forward, after.backward - before.backward),
+            (1, 1)
+        );
+        {
+            let _composite = ForceComposite::new();
+            pass::<B>(&inputs, device);
+        }
+        assert_eq!(fused_calls(), after, "ForceComposite ran a fused kernel");
+        type Inner<B> = <B as AutodiffBackend>::InnerBackend;
+        let q = tensor::<Inner<B>, 3>(&inputs.qkv_dout[0], [2, 9, 8], device);
+        attention(q.clone(), q.clone(), q, inputs.spec);
+        assert_eq!(fused_calls().forward, after.forward + 1);
+    }
 }
 
-/// Under `Autodiff<NdArray>` one attention call is one fused forward and one fused
-/// backward; a `ForceComposite` guard turns both off; the inner backend alone counts its
-/// forward too.
-#[cfg(feature = "ndarray")]
+/// The CubeCL kernels on the bare `CubeBackend<WgpuRuntime>` (no fusion stream: what
+/// `burn::backend::Wgpu` is when Burn's `fusion` feature is off) against the composite
+/// path, causal and not, across 64-unit cubes (T = 70, 8 heads) and with a single row.
+#[cfg(feature = "wgpu")]
 #[test]
-fn the_fused_path_is_counted_and_force_composite_turns_it_off() {
-    type B = addnorm::backend::ndarray::AutodiffBackend;
-    let device = addnorm::backend::ndarray::device();
-    let inputs = Inputs::random([2, 9, 8], 2, true, 1);
-    let before = fused_calls();
-    pass::<B>(&inputs, &device);
-    let after = fused_calls();
-    assert_eq!(
-        (
-            after.forward - before.forward,
-            after.backward - before.backward
-        ),
-        (1, 1)
-    );
-    {
-        let _composite = ForceComposite::new();
-        pass::<B>(&inputs, &device);
+fn cube_backend_without_fusion_agrees() {
+    type Cube = burn::backend::Autodiff<
+        burn::backend::wgpu::CubeBackend<burn::backend::wgpu::WgpuRuntime, f32, i32, u32>,
+    >;
+    if !crate::common::gpu_available(addnorm::backend::Kind::Wgpu, module_path!()) {
+        return;
     }
-    assert_eq!(fused_calls(), after, "ForceComposite ran a fused kernel");
-    type Inner = <B as AutodiffBackend>::InnerBackend;
-    let q = tensor::<Inner, 3>(&inputs.qkv_dout[0], [2, 9, 8], &device);
-    attention(q.clone(), q.clone(), q, inputs.spec);
-    assert_eq!(fused_calls().forward, after.forward + 1);
+    let device = addnorm::backend::wgpu::device();
+    for (i, (shape, heads)) in [([2, 17, 32], 2), ([1, 70, 64], 8), ([3, 1, 12], 3)]
+        .into_iter()
+        .enumerate()
+    {
+        for causal in [true, false] {
+            let inputs = Inputs::random(shape, heads, causal, i);
+            let before = fused_calls();
+            let fused = pass::<Cube>(&inputs, &device);
+            let after = fused_calls();
+            assert_eq!(
+                (
+                    after.forward - before.forward,
+                    after.backward - before.backward
+                ),
+                (1, 1),
+                "CubeBackend did not take the fused path"
+            );
+            let composite = {
+                let _composite = ForceComposite::new();
+                pass::<Cube>(&inputs, &device)
+            };
+            let what = inputs.describe();
+            assert_close(
+                &format!("{what}: O"),
+                &fused.output,
+                &composite.output,
+                2e-5,
+            );
+            for (name, (a, e)) in ["dQ", "dK", "dV"]
+                .iter()
+                .zip(fused.grads.iter().zip(&composite.grads))
+            {
+                assert_close(&format!("{what}: {name}"), a, e, 5e-5);
+            }
+            assert_close(
+                "max logit",
+                &[fused.max_logit],
+                &[composite.max_logit],
+                1e-5,
+            );
+        }
+    }
+}
+
+/// The CubeCL kernels in half precision: f16 Q, K, V give an f16 output and f16
+/// gradients that agree with the f32 computation on the same (f16-rounded) inputs to f16's
+/// resolution. Heads wider than the kernels' local arrays (`d_head` > 256) and f64 take
+/// the composite path (not counted) and still agree.
+#[cfg(all(feature = "wgpu", feature = "ndarray"))]
+#[test]
+fn cube_kernels_take_f16_and_fall_back_past_their_limits() {
+    use burn::tensor::{DType, backend::Backend};
+    type Ad = addnorm::backend::wgpu::AutodiffBackend;
+    if !crate::common::gpu_available(addnorm::backend::Kind::Wgpu, module_path!()) {
+        return;
+    }
+    let device = addnorm::backend::wgpu::device();
+    let run = |inputs: &Inputs, dtype: DType| {
+        let [q, k, v, dout] = &inputs.qkv_dout;
+        let leaf = |x: &Vec<f64>| {
+            tensor::<Ad, 3>(x, inputs.shape, &device)
+                .cast(DType::F16)
+                .cast(dtype)
+                .require_grad()
+        };
+        let [q, k, v] = [q, k, v].map(leaf);
+        let output = attention(q.clone(), k.clone(), v.clone(), inputs.spec);
+        assert_eq!(output.dtype(), dtype);
+        let dout = tensor::<Ad, 3>(dout, inputs.shape, &device).cast(dtype);
+        let grads = (output.clone() * dout).cast(DType::F32).sum().backward();
+        let grad = |x: &Tensor<Ad, 3>| x.grad(&grads).expect("a gradient");
+        assert_eq!(grad(&q).dtype(), dtype, "dQ dtype");
+        [
+            values(output),
+            values(grad(&q)),
+            values(grad(&k)),
+            values(grad(&v)),
+        ]
+    };
+    if <Ad as Backend>::supports_dtype(&device, DType::F16) {
+        let inputs = Inputs::random([2, 17, 32], 2, true, 4);
+        let before = fused_calls();
+        let half = run(&inputs, DType::F16);
+        assert_eq!(fused_calls().forward, before.forward + 1, "f16 not fused");
+        let full = run(&inputs, DType::F32);
+        for (name, (h, f)) in ["O", "dQ", "dK", "dV"].iter().zip(half.iter().zip(&full)) {
+            assert_close(&format!("f16 {name}"), h, f, 1e-2);
+        }
+    } else {
+        eprintln!("f16 part skipped: this wgpu adapter has no f16");
+    }
+    let wide = Inputs::random([1, 5, 260], 1, true, 6);
+    let before = fused_calls();
+    let fallback = pass::<Ad>(&wide, &device);
+    assert_eq!(fused_calls(), before, "d_head = 260 ran a fused kernel");
+    let reference = pass::<addnorm::backend::ndarray::AutodiffBackend>(
+        &wide,
+        &addnorm::backend::ndarray::device(),
+    );
+    assert_close("d_head = 260: O", &fallback.output, &reference.output, 2e-5);
+    assert_close(
+        "d_head = 260: dQ",
+        &fallback.grads[0],
+        &reference.grads[0],
+        5e-5,
+    );
 }
 
 /// `MultiHeadSelfAttention` takes the fused path without dropout, the composite one with

@@ -19,8 +19,8 @@
 //!
 //! # Which backends are fused
 //! - `NdArray` (f32, f64): the CPU kernels of [`super::cpu`].
-//! - `CubeBackend` and `Fusion<CubeBackend>` (feature `wgpu`): the composite path for now
-//!   (correct, differentiated op by op; no CubeCL attention kernel yet).
+//! - `CubeBackend` and `Fusion<CubeBackend>` (features `wgpu`, `cuda`): the CubeCL kernels
+//!   of `super::cube` (f32, f16, bf16, flex32; `d_head ≤ 256`).
 //! - `Autodiff<B>`: one backward node when `B` is fused, else the composite graph.
 
 use burn::tensor::ops::FloatTensor;

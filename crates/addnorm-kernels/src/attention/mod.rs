@@ -8,6 +8,8 @@
 //! - [`composite`]: the reference path in Burn tensor ops (also the attention-dropout path).
 //! - [`fused`]: what a fused kernel returns (output, log-sum-exp, max logit, gradients).
 //! - [`cpu`]: the fused CPU kernels (f32, f64) on slices.
+//! - `cube` (features `wgpu`, `cuda`): the fused CubeCL kernels, for `CubeBackend` and
+//!   `Fusion<CubeBackend>`.
 //! - [`autodiff`]: `AttentionBackend` for `Autodiff<B>`, with the fused backward node.
 //!
 //! # Formula
@@ -54,7 +56,8 @@
 //!
 //! # Fallbacks
 //! The composite path runs whenever the fused one does not apply: backends without a
-//! fused kernel (CubeCL for now), dtypes other than f32/f64, an empty tensor, a
+//! fused kernel, dtypes the kernels do not take (f64 on CubeCL; f16 on the CPU),
+//! heads wider than 256 features on CubeCL, an empty tensor, a
 //! [`ForceComposite`](crate::composite::ForceComposite) guard, or attention dropout
 //! (which only [`composite::attention_with_weights`] supports). Shapes that are wrong on
 //! either path (unequal q/k/v, `d_model` not a multiple of the heads) panic in
@@ -64,6 +67,8 @@ pub mod autodiff;
 pub mod backend;
 pub mod composite;
 pub mod cpu;
+#[cfg(feature = "cubecl")]
+pub mod cube;
 pub mod fused;
 #[cfg(feature = "ndarray")]
 pub(crate) mod ndarray;

@@ -1,7 +1,7 @@
 //! [`NormBackend`] for `Fusion<CubeBackend<..>>`, Burn's default wgpu type: the fused
 //! kernels as custom operations of the fusion stream.
 //!
-//! Each call registers one [`CustomOpIr`] naming its input and output tensors, and an
+//! Each call registers (through [`super::stream`]) one [`CustomOpIr`] naming its input and output tensors, and an
 //! [`Operation`] that, when the stream reaches it, takes the inputs' buffers, runs the
 //! [`launch`] function on them and registers the outputs. Burn's fusion optimizer treats a
 //! custom operation as a boundary: element-wise work before and after it is still fused.
@@ -18,51 +18,15 @@
 use core::marker::PhantomData;
 
 use burn::tensor::{DType, Shape, ops::FloatTensor};
-use burn_cubecl::{
-    BoolElement, CubeBackend, CubeRuntime, FloatElement, IntElement, tensor::CubeTensor,
-};
-use burn_fusion::{
-    Fusion, FusionBackend, FusionRuntime,
-    stream::{Operation, OperationStreams},
-};
-use burn_ir::{CustomOpIr, HandleContainer, OperationIr, TensorIr};
+use burn_cubecl::{BoolElement, CubeRuntime, FloatElement, IntElement};
+use burn_fusion::{Fusion, stream::Operation};
+use burn_ir::CustomOpIr;
 
 use super::launch;
+use super::stream::{Handles, Inner, Runtime, register, register_outputs, take_inputs};
 use crate::backend::NormBackend;
 use crate::fused::{FusedNormForward, FusedNormGrads, RowStatistics};
 use crate::spec::RowNormSpec;
-
-/// The inner backend of the fusion wrapper.
-type Inner<R, F, I, BT> = CubeBackend<R, F, I, BT>;
-
-/// The fusion runtime's handle type for a CubeCL runtime.
-type Handles<R, F, I, BT> = HandleContainer<
-    <<Inner<R, F, I, BT> as FusionBackend>::FusionRuntime as FusionRuntime>::FusionHandle,
->;
-
-/// The operation's inputs in order: slot `i` takes the next input of `desc` when
-/// `present[i]`, and is `None` otherwise (an absent γ or β).
-fn take_inputs<R, F, I, BT, const N: usize>(
-    desc: &CustomOpIr,
-    handles: &mut Handles<R, F, I, BT>,
-    present: [bool; N],
-) -> [Option<CubeTensor<R>>; N]
-where
-    R: CubeRuntime,
-    F: FloatElement,
-    I: IntElement,
-    BT: BoolElement,
-{
-    let mut inputs = desc.inputs.iter();
-    present.map(|present| {
-        present.then(|| {
-            let ir = inputs
-                .next()
-                .expect("a custom norm operation lost an input");
-            handles.get_float_tensor::<Inner<R, F, I, BT>>(ir)
-        })
-    })
-}
 
 /// The fused forward, queued in the fusion stream.
 #[derive(Debug)]
@@ -74,8 +38,7 @@ struct NormRowsForwardOp<R, F, I, BT> {
     backend: PhantomData<(R, F, I, BT)>,
 }
 
-impl<R, F, I, BT> Operation<<Inner<R, F, I, BT> as FusionBackend>::FusionRuntime>
-    for NormRowsForwardOp<R, F, I, BT>
+impl<R, F, I, BT> Operation<Runtime<R, F, I, BT>> for NormRowsForwardOp<R, F, I, BT>
 where
     R: CubeRuntime,
     F: FloatElement,
@@ -91,12 +54,7 @@ where
         let x = x.expect("norm_rows forward: x is always an input");
         let (output, shift, rstd) = launch::forward(&x, gamma.as_ref(), beta.as_ref(), &self.spec)
             .expect("the dtype and shape were checked when the operation was registered");
-        let [out_ir, shift_ir, rstd_ir] = self.desc.outputs.as_slice() else {
-            unreachable!("norm_rows forward registers three outputs")
-        };
-        handles.register_float_tensor::<Inner<R, F, I, BT>>(&out_ir.id, output);
-        handles.register_float_tensor::<Inner<R, F, I, BT>>(&shift_ir.id, shift);
-        handles.register_float_tensor::<Inner<R, F, I, BT>>(&rstd_ir.id, rstd);
+        register_outputs::<R, F, I, BT>(&self.desc, handles, [output, shift, rstd]);
     }
 }
 
@@ -110,8 +68,7 @@ struct NormRowsBackwardOp<R, F, I, BT> {
     backend: PhantomData<(R, F, I, BT)>,
 }
 
-impl<R, F, I, BT> Operation<<Inner<R, F, I, BT> as FusionBackend>::FusionRuntime>
-    for NormRowsBackwardOp<R, F, I, BT>
+impl<R, F, I, BT> Operation<Runtime<R, F, I, BT>> for NormRowsBackwardOp<R, F, I, BT>
 where
     R: CubeRuntime,
     F: FloatElement,
@@ -135,33 +92,9 @@ where
             grad_output,
             &self.spec,
         );
-        let mut outputs = self.desc.outputs.iter();
-        for tensor in [Some(dx), dgamma, dbeta].into_iter().flatten() {
-            let ir = outputs
-                .next()
-                .expect("norm_rows backward: one output per gradient");
-            handles.register_float_tensor::<Inner<R, F, I, BT>>(&ir.id, tensor);
-        }
+        let results = [Some(dx), dgamma, dbeta].into_iter().flatten();
+        register_outputs::<R, F, I, BT>(&self.desc, handles, results);
     }
-}
-
-/// A fresh output description of `shape` and `dtype` on `client`.
-fn output_ir<R: FusionRuntime>(
-    client: &burn_fusion::client::GlobalFusionClient<R>,
-    shape: Shape,
-    dtype: DType,
-) -> TensorIr {
-    TensorIr::uninit(client.create_empty_handle(), shape, dtype)
-}
-
-/// Attention takes the composite path under fusion (no CubeCL attention kernel yet).
-impl<R, F, I, BT> crate::attention::AttentionBackend for Fusion<Inner<R, F, I, BT>>
-where
-    R: CubeRuntime,
-    F: FloatElement,
-    I: IntElement,
-    BT: BoolElement,
-{
 }
 
 impl<R, F, I, BT> NormBackend for Fusion<Inner<R, F, I, BT>>
@@ -182,25 +115,23 @@ where
             return None;
         }
         let rows = x.shape.dims::<2>()[0];
-        let client = x.client.clone();
         let inputs: Vec<_> = [Some(x), gamma, beta].into_iter().flatten().collect();
-        let streams = OperationStreams::with_inputs(inputs.iter().copied());
-        let input_irs: Vec<TensorIr> = inputs.iter().map(|t| (*t).clone().into_ir()).collect();
         let outputs = [
-            output_ir(&client, x.shape.clone(), x.dtype),
-            output_ir(&client, Shape::new([rows]), DType::F32),
-            output_ir(&client, Shape::new([rows]), DType::F32),
+            (x.shape.clone(), x.dtype),
+            (Shape::new([rows]), DType::F32),
+            (Shape::new([rows]), DType::F32),
         ];
-        let desc = CustomOpIr::new("addnorm_norm_rows_forward", &input_irs, &outputs);
-        let operation = NormRowsForwardOp::<R, F, I, BT> {
-            desc: desc.clone(),
-            has_gamma: gamma.is_some(),
-            has_beta: beta.is_some(),
-            spec: *spec,
-            backend: PhantomData,
-        };
-        let [output, shift, rstd]: [_; 3] = client
-            .register(streams, OperationIr::Custom(desc), operation)
+        let registered =
+            register::<R, F, I, BT, _>("addnorm_norm_rows_forward", &inputs, &outputs, |desc| {
+                NormRowsForwardOp::<R, F, I, BT> {
+                    desc,
+                    has_gamma: gamma.is_some(),
+                    has_beta: beta.is_some(),
+                    spec: *spec,
+                    backend: PhantomData,
+                }
+            });
+        let [output, shift, rstd]: [_; 3] = registered
             .try_into()
             .unwrap_or_else(|_| unreachable!("norm_rows forward registers three outputs"));
         Some(FusedNormForward {
@@ -217,7 +148,6 @@ where
         grad_output: FloatTensor<Self>,
         spec: &RowNormSpec,
     ) -> FusedNormGrads<Self> {
-        let client = x.client.clone();
         let inputs: Vec<_> = [
             Some(x),
             gamma,
@@ -228,26 +158,24 @@ where
         .into_iter()
         .flatten()
         .collect();
-        let streams = OperationStreams::with_inputs(inputs.iter().copied());
-        let input_irs: Vec<TensorIr> = inputs.iter().map(|t| (*t).clone().into_ir()).collect();
-        let mut outputs = vec![output_ir(&client, x.shape.clone(), x.dtype)];
+        let mut outputs = vec![(x.shape.clone(), x.dtype)];
         if let Some(gamma) = gamma {
-            outputs.push(output_ir(&client, gamma.shape.clone(), DType::F32));
+            outputs.push((gamma.shape.clone(), DType::F32));
         }
         if let Some(features) = beta_features {
-            outputs.push(output_ir(&client, Shape::new([features]), DType::F32));
+            outputs.push((Shape::new([features]), DType::F32));
         }
-        let desc = CustomOpIr::new("addnorm_norm_rows_backward", &input_irs, &outputs);
-        let operation = NormRowsBackwardOp::<R, F, I, BT> {
-            desc: desc.clone(),
-            has_gamma: gamma.is_some(),
-            beta_features,
-            spec: *spec,
-            backend: PhantomData,
-        };
-        let mut grads = client
-            .register(streams, OperationIr::Custom(desc), operation)
-            .into_iter();
+        let registered =
+            register::<R, F, I, BT, _>("addnorm_norm_rows_backward", &inputs, &outputs, |desc| {
+                NormRowsBackwardOp::<R, F, I, BT> {
+                    desc,
+                    has_gamma: gamma.is_some(),
+                    beta_features,
+                    spec: *spec,
+                    backend: PhantomData,
+                }
+            });
+        let mut grads = registered.into_iter();
         let x = grads
             .next()
             .expect("norm_rows backward: dx is always an output");

@@ -4,6 +4,7 @@
 //! - [`kernels`]: the `#[cube]` kernels (forward, backward, column sum of dγ/dβ partials).
 //! - [`launch`]: their host side on `CubeTensor`s: launch geometry and output allocation.
 //! - [`fusion`]: the same kernels as custom operations of Burn's fusion stream.
+//! - [`stream`]: what every custom operation of the fusion stream shares.
 //! - [`devices`]: how many devices a runtime sees, asked without initializing it.
 //!
 //! # Which backends
@@ -17,9 +18,8 @@
 //! Both take f32, f16, bf16 and flex32 tensors (arithmetic in f32). f64 tensors and empty
 //! ones stay on the [composite](crate::composite) path.
 //!
-//! Attention ([`crate::attention::AttentionBackend`]) has no CubeCL kernel yet: both
-//! backends take its composite path (Burn's ops, differentiated op by op), which the
-//! attention tests check against PyTorch on Mesa's software driver.
+//! The attention kernels ([`crate::attention::AttentionBackend`]) live with the rest of
+//! attention, in `crate::attention::cube`; they share [`stream`] with the norms.
 //!
 //! # Formula
 //! As in [`kernels`]: `y = (x − μ)·r·γ + β` with `r = 1/√(σ² + ε)` or `1/(σ + ε)`, and the
@@ -33,6 +33,7 @@ pub mod devices;
 pub mod fusion;
 pub mod kernels;
 pub mod launch;
+pub mod stream;
 
 use burn::tensor::ops::FloatTensor;
 use burn_cubecl::{BoolElement, CubeBackend, CubeRuntime, FloatElement, IntElement};
@@ -40,16 +41,6 @@ use burn_cubecl::{BoolElement, CubeBackend, CubeRuntime, FloatElement, IntElemen
 use crate::backend::NormBackend;
 use crate::fused::{FusedNormForward, FusedNormGrads, RowStatistics};
 use crate::spec::RowNormSpec;
-
-/// Attention takes the composite path on CubeCL backends (no CubeCL attention kernel yet).
-impl<R, F, I, BT> crate::attention::AttentionBackend for CubeBackend<R, F, I, BT>
-where
-    R: CubeRuntime,
-    F: FloatElement,
-    I: IntElement,
-    BT: BoolElement,
-{
-}
 
 impl<R, F, I, BT> NormBackend for CubeBackend<R, F, I, BT>
 where
