@@ -449,7 +449,8 @@ fn cube_kernels_take_f16_and_fall_back_past_their_limits() {
 }
 
 /// `MultiHeadSelfAttention` takes the fused path without dropout, the composite one with
-/// attention dropout above 0, and QK-norm keeps its fused norms either way.
+/// attention dropout above 0, and QK-norm and the four projections keep their fused
+/// kernels either way.
 #[cfg(feature = "ndarray")]
 #[test]
 fn the_module_falls_back_to_the_composite_path_with_dropout() {
@@ -463,15 +464,16 @@ fn the_module_falls_back_to_the_composite_path_with_dropout() {
         let before = fused_calls();
         module.forward(x.clone()).sum().backward();
         let after = fused_calls();
-        // Two QK-norm calls (q and k) plus the attention kernel, if fused.
+        // Two QK-norm calls (q and k), four projections (Q, K, V, output), plus the
+        // attention kernel, if fused.
         assert_eq!(
             after.forward - before.forward,
-            2 + attention_kernels,
+            2 + 4 + attention_kernels,
             "dropout {dropout}"
         );
         assert_eq!(
             after.backward - before.backward,
-            2 + attention_kernels,
+            2 + 4 + attention_kernels,
             "dropout {dropout}"
         );
     }

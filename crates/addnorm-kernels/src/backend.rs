@@ -45,8 +45,10 @@
 //! feature, with the fused CubeCL kernels of `crate::cube`) and `Autodiff<B>` for any
 //! `B: NormBackend` (which records one [fused backward node](crate::autodiff) when `B` has
 //! fused kernels). For a backend of your own, add
-//! `impl addnorm_kernels::NormBackend for MyBackend {}` and
-//! `impl addnorm_kernels::AttentionBackend for MyBackend {}`.
+//! `impl addnorm_kernels::NormBackend for MyBackend {}`,
+//! `impl addnorm_kernels::AttentionBackend for MyBackend {}` and
+//! `impl addnorm_kernels::LinearBackend for MyBackend {}` (all three empty for the
+//! composite paths).
 //!
 //! # Fused kernels
 //! A backend with fused kernels overrides [`NormBackend::fused_norm_rows`] and
@@ -60,6 +62,7 @@ use crate::attention::AttentionBackend;
 use crate::fused::{
     FusedDynamicTanhGrads, FusedNormForward, FusedNormGrads, RowStatistics, try_fused_forward,
 };
+use crate::linear::LinearBackend;
 use crate::{composite, spec::RowNormSpec};
 
 /// Wraps a float primitive into a tensor of rank `D`.
@@ -69,9 +72,10 @@ fn tensor<B: Backend, const D: usize>(primitive: FloatTensor<B>) -> Tensor<B, D>
 
 /// The backend operations addnorm's norms are made of. See the [module docs](self).
 ///
-/// It requires [`AttentionBackend`] so that every `B: NormBackend` bound also covers
-/// addnorm's attention (see [`crate::attention::backend`] for why).
-pub trait NormBackend: AttentionBackend {
+/// It requires [`AttentionBackend`] and [`LinearBackend`] so that every `B: NormBackend`
+/// bound also covers addnorm's attention and linear layers (see
+/// [`crate::attention::backend`] for why).
+pub trait NormBackend: AttentionBackend + LinearBackend {
     /// Normalizes each row of `x: [rows, n]` as `spec` describes, then applies `y·γ + β`
     /// with `gamma`, `beta` of shape `[n]` or `[1]`.
     ///

@@ -15,6 +15,8 @@
 //! - [`training`]: [`NormAutodiffBackend`], the one bound generic training code needs.
 //! - [`attention`]: fused (causal) multi-head attention with an analytic backward, the
 //!   [`AttentionBackend`] extension that `NormBackend` requires.
+//! - [`linear`]: linear layers as one GEMM per call (rows split over threads), the
+//!   [`LinearBackend`] extension that `NormBackend` requires too.
 //!
 //! # Formula
 //! Every LayerNorm / RMSNorm variant is `y = (x − μ) / D(σ², ε) · γ + β` on the rows of a
@@ -36,10 +38,12 @@ pub mod cpu;
 #[cfg(feature = "cubecl")]
 pub mod cube;
 pub mod fused;
+pub mod linear;
 pub mod spec;
 pub mod training;
 
 pub use attention::AttentionBackend;
 pub use backend::NormBackend;
+pub use linear::LinearBackend;
 pub use spec::{Centering, EpsilonPlacement, RowNormSpec, Variance};
 pub use training::NormAutodiffBackend;

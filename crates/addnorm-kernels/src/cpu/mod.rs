@@ -14,6 +14,7 @@
 //! - [`dyt`]: the fused Dynamic Tanh forward and backward.
 //! - [`tanh`]: the vectorizable f32 `tanh` they use.
 //! - [`exp`]: the vectorizable f32 `exp` behind it and behind the attention softmax.
+//! - [`gemm`]: strided GEMMs on slices, for the attention and linear kernels.
 //! - `ndarray` (with the `ndarray` feature): the glue that runs them on `NdArray` tensors.
 //!
 //! The kernels work on plain slices, so they can be tested and reused without a backend.
@@ -48,6 +49,7 @@ pub mod dispatch;
 pub mod dyt;
 pub mod exp;
 pub mod forward;
+pub mod gemm;
 pub mod memory;
 pub mod plan;
 pub mod real;

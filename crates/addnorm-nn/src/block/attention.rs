@@ -34,7 +34,7 @@ use burn::tensor::{Shape, Tensor, TensorPrimitive, ops::FloatTensor};
 use addnorm_kernels::NormBackend;
 use addnorm_kernels::attention::{AttentionSpec, attention, attention_with_max_logit, composite};
 
-use super::linear::{projection, xavier_normal, zero_weight};
+use super::linear::{self, projection, xavier_normal, zero_weight};
 use crate::norm::{Norm, NormConfig};
 
 /// Configuration of a [`MultiHeadSelfAttention`].
@@ -155,8 +155,11 @@ impl<B: NormBackend> MultiHeadSelfAttention<B> {
         let mut spec = AttentionSpec::causal(self.n_heads, d_head);
         spec.causal = self.causal;
         spec.max_logit = record;
-        let (mut q, mut k) = (self.query.forward(x.clone()), self.key.forward(x.clone()));
-        let v = self.value.forward(x);
+        let (mut q, mut k) = (
+            linear::forward(&self.query, x.clone()),
+            linear::forward(&self.key, x.clone()),
+        );
+        let v = linear::forward(&self.value, x);
         if let Some(norm) = &self.qk_norm {
             q = per_head(norm, q, self.n_heads);
             k = per_head(self.key_norm.as_ref().unwrap_or(norm), k, self.n_heads);
@@ -170,7 +173,7 @@ impl<B: NormBackend> MultiHeadSelfAttention<B> {
         } else {
             (attention(q, k, v, spec), None)
         };
-        (self.output.forward(context), max_logit)
+        (linear::forward(&self.output, context), max_logit)
     }
 }
 

@@ -8,13 +8,14 @@
 //! - input: `[batch, seq, d_model]`; `W₁: [d_model, d_ff]`, `W₂: [d_ff, d_model]`
 //! - output: `[batch, seq, d_model]`
 
+use addnorm_kernels::LinearBackend;
 use burn::config::Config;
 use burn::module::{Initializer, Module};
 use burn::nn::{Dropout, DropoutConfig, Linear, Relu};
 use burn::tensor::{Tensor, backend::Backend};
 use serde::{Deserialize, Serialize};
 
-use super::linear::{projection, xavier_normal};
+use super::linear::{self, projection, xavier_normal};
 
 /// The feed-forward nonlinearity. New ones may be added, so matches need a wildcard arm.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
@@ -81,19 +82,19 @@ pub struct FeedForward<B: Backend> {
     activation: Activation,
 }
 
-impl<B: Backend> FeedForward<B> {
+impl<B: LinearBackend> FeedForward<B> {
     /// Applies the sublayer.
     ///
     /// # Shapes
     /// - input: `[batch, seq, d_model]`
     /// - output: `[batch, seq, d_model]`
     pub fn forward(&self, x: Tensor<B, 3>) -> Tensor<B, 3> {
-        let hidden = self.inner.forward(x);
+        let hidden = linear::forward(&self.inner, x);
         let hidden = match self.activation {
             Activation::Gelu => exact_gelu(hidden),
             Activation::Relu => Relu::new().forward(hidden),
         };
-        self.outer.forward(self.dropout.forward(hidden))
+        linear::forward(&self.outer, self.dropout.forward(hidden))
     }
 }
 

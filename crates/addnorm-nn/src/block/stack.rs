@@ -34,7 +34,7 @@ use burn::tensor::{ElementConversion, Int, Tensor, backend::Backend};
 use addnorm_kernels::NormBackend;
 
 use super::feed_forward::Activation;
-use super::linear::{projection, xavier_normal};
+use super::linear::{self, projection, xavier_normal};
 use super::placement::Placement;
 use super::transformer_block::{TransformerBlock, TransformerBlockConfig};
 use crate::norm::{Norm, NormConfig};
@@ -203,7 +203,7 @@ impl<B: NormBackend> TransformerStack<B> {
 
     /// Logits from the last residual stream.
     fn logits(&self, x: Tensor<B, 3>) -> Tensor<B, 3> {
-        self.head.forward(self.normalized(x))
+        linear::forward(&self.head, self.normalized(x))
     }
 
     /// The last residual stream as the head sees it (after the final norm, if any).
@@ -237,7 +237,7 @@ impl<B: NormBackend> TransformerStack<B> {
     /// # Panics
     /// If `seq > max_seq_len`.
     pub fn forward(&self, tokens: Tensor<B, 2, Int>) -> Tensor<B, 3> {
-        self.head.forward(self.features(tokens))
+        linear::forward(&self.head, self.features(tokens))
     }
 
     /// Next-token logits and the per-layer [`StackStats`]. Costs one device sync per layer;

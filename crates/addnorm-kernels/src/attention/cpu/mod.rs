@@ -34,6 +34,7 @@ pub mod forward;
 
 use rayon::prelude::*;
 
+pub use crate::cpu::gemm::{Gemm, Strided};
 use crate::cpu::real::Real;
 
 /// Query rows per task: enough rows for the GEMMs to run at speed, few enough that the
@@ -47,122 +48,6 @@ const SERIAL_BELOW_FLOPS: usize = 1 << 21;
 
 /// Multiply-adds one rayon job should at least carry.
 const MIN_JOB_FLOPS: usize = 1 << 18;
-
-/// The element types with a strided GEMM: `f32` (`sgemm`) and `f64` (`dgemm`).
-pub trait Gemm: Real {
-    /// `C ← α·A·B + β·C` for `A: [m, k]`, `B: [k, n]`, `C: [m, n]` (see [`Strided`]).
-    ///
-    /// # Safety
-    /// Every element the views address must lie in live allocations, `c`'s must be
-    /// writable, distinct, and not read or written by anyone else during the call. With
-    /// `β = 0`, `C` is not read.
-    unsafe fn gemm(
-        dims: [usize; 3],
-        alpha: Self,
-        a: Strided<Self>,
-        b: Strided<Self>,
-        beta: Self,
-        c: Strided<Self>,
-    );
-}
-
-impl Gemm for f32 {
-    unsafe fn gemm(
-        [m, k, n]: [usize; 3],
-        alpha: f32,
-        a: Strided<f32>,
-        b: Strided<f32>,
-        beta: f32,
-        c: Strided<f32>,
-    ) {
-        // SAFETY: forwarded from the caller.
-        unsafe {
-            matrixmultiply::sgemm(
-                m,
-                k,
-                n,
-                alpha,
-                a.ptr,
-                a.row_stride,
-                a.col_stride,
-                b.ptr,
-                b.row_stride,
-                b.col_stride,
-                beta,
-                c.ptr,
-                c.row_stride,
-                c.col_stride,
-            );
-        }
-    }
-}
-
-impl Gemm for f64 {
-    unsafe fn gemm(
-        [m, k, n]: [usize; 3],
-        alpha: f64,
-        a: Strided<f64>,
-        b: Strided<f64>,
-        beta: f64,
-        c: Strided<f64>,
-    ) {
-        // SAFETY: forwarded from the caller.
-        unsafe {
-            matrixmultiply::dgemm(
-                m,
-                k,
-                n,
-                alpha,
-                a.ptr,
-                a.row_stride,
-                a.col_stride,
-                b.ptr,
-                b.row_stride,
-                b.col_stride,
-                beta,
-                c.ptr,
-                c.row_stride,
-                c.col_stride,
-            );
-        }
-    }
-}
-
-/// A strided matrix: element `(r, c)` at `ptr + r·row_stride + c·col_stride`.
-#[derive(Debug)]
-pub struct Strided<E> {
-    ptr: *mut E,
-    row_stride: isize,
-    col_stride: isize,
-}
-
-// Written out: a derive would ask `E: Clone`.
-impl<E> Clone for Strided<E> {
-    fn clone(&self) -> Self {
-        *self
-    }
-}
-impl<E> Copy for Strided<E> {}
-
-impl<E> Strided<E> {
-    /// The row-major matrix starting at `ptr` with rows `row_stride` apart.
-    fn rows(ptr: *mut E, row_stride: usize) -> Self {
-        Self {
-            ptr,
-            row_stride: row_stride as isize,
-            col_stride: 1,
-        }
-    }
-
-    /// The transpose (the same elements).
-    fn t(self) -> Self {
-        Self {
-            ptr: self.ptr,
-            row_stride: self.col_stride,
-            col_stride: self.row_stride,
-        }
-    }
-}
 
 /// A buffer shared by the tasks of one call, each of which writes a disjoint set of its
 /// elements (the columns of its head, the rows of its block).

@@ -1,0 +1,128 @@
+//! Strided GEMMs on raw slices: [`Gemm`] (`matrixmultiply`'s `sgemm`/`dgemm`, already in
+//! the tree through burn-ndarray, which picks AVX2/AVX-512 kernels at run time) and the
+//! strided matrix view it takes ([`Strided`]). The fused attention and linear kernels call
+//! it on views into their inputs, so no operand is copied out first.
+//!
+//! # Formula
+//! `C ← α·A·B + β·C`
+//!
+//! # Shapes
+//! `A: [m, k]`, `B: [k, n]`, `C: [m, n]`, each with its own row and column strides.
+
+use super::real::Real;
+
+/// The element types with a strided GEMM: `f32` (`sgemm`) and `f64` (`dgemm`).
+pub trait Gemm: Real {
+    /// `C ← α·A·B + β·C` for `A: [m, k]`, `B: [k, n]`, `C: [m, n]` (see [`Strided`]).
+    ///
+    /// # Safety
+    /// Every element the views address must lie in live allocations, `c`'s must be
+    /// writable, distinct, and not read or written by anyone else during the call. With
+    /// `β = 0`, `C` is not read.
+    unsafe fn gemm(
+        dims: [usize; 3],
+        alpha: Self,
+        a: Strided<Self>,
+        b: Strided<Self>,
+        beta: Self,
+        c: Strided<Self>,
+    );
+}
+
+impl Gemm for f32 {
+    unsafe fn gemm(
+        [m, k, n]: [usize; 3],
+        alpha: f32,
+        a: Strided<f32>,
+        b: Strided<f32>,
+        beta: f32,
+        c: Strided<f32>,
+    ) {
+        // SAFETY: forwarded from the caller.
+        unsafe {
+            matrixmultiply::sgemm(
+                m,
+                k,
+                n,
+                alpha,
+                a.ptr,
+                a.row_stride,
+                a.col_stride,
+                b.ptr,
+                b.row_stride,
+                b.col_stride,
+                beta,
+                c.ptr,
+                c.row_stride,
+                c.col_stride,
+            );
+        }
+    }
+}
+
+impl Gemm for f64 {
+    unsafe fn gemm(
+        [m, k, n]: [usize; 3],
+        alpha: f64,
+        a: Strided<f64>,
+        b: Strided<f64>,
+        beta: f64,
+        c: Strided<f64>,
+    ) {
+        // SAFETY: forwarded from the caller.
+        unsafe {
+            matrixmultiply::dgemm(
+                m,
+                k,
+                n,
+                alpha,
+                a.ptr,
+                a.row_stride,
+                a.col_stride,
+                b.ptr,
+                b.row_stride,
+                b.col_stride,
+                beta,
+                c.ptr,
+                c.row_stride,
+                c.col_stride,
+            );
+        }
+    }
+}
+
+/// A strided matrix: element `(r, c)` at `ptr + r·row_stride + c·col_stride`.
+#[derive(Debug)]
+pub struct Strided<E> {
+    ptr: *mut E,
+    row_stride: isize,
+    col_stride: isize,
+}
+
+// Written out: a derive would ask `E: Clone`.
+impl<E> Clone for Strided<E> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<E> Copy for Strided<E> {}
+
+impl<E> Strided<E> {
+    /// The row-major matrix starting at `ptr` with rows `row_stride` apart.
+    pub(crate) fn rows(ptr: *mut E, row_stride: usize) -> Self {
+        Self {
+            ptr,
+            row_stride: row_stride as isize,
+            col_stride: 1,
+        }
+    }
+
+    /// The transpose (the same elements).
+    pub(crate) fn t(self) -> Self {
+        Self {
+            ptr: self.ptr,
+            row_stride: self.col_stride,
+            col_stride: self.row_stride,
+        }
+    }
+}

@@ -1,0 +1,147 @@
+//! [`LinearBackend`]: the backend extension through which addnorm's linear layers compute,
+//! built as [`NormBackend`](crate::NormBackend) is: a composite default (Burn's own
+//! `linear`), a `fused_*` override per backend returning `Option` (`None` falls back to
+//! the composite), and one `Autodiff` node with the analytic backward
+//! ([`super::autodiff`]).
+//!
+//! # Formula
+//! `y = x·W + b` on the last dimension of `x`; backward `dx = dy·Wᵀ`, `dW = Σ_rows xᵀ·dy`,
+//! `db = Σ_rows dy`.
+//!
+//! # Shapes
+//! - `x`: `[..., d_in]` (any rank ≥ 2); `weight`: `[d_in, d_out]`; `bias`: `[d_out]`
+//! - output: `[..., d_out]`
+//!
+//! # Which backends are fused
+//! - `NdArray` (f32, f64, contiguous or not): the CPU kernels of [`super::cpu`].
+//! - `CubeBackend` and `Fusion<CubeBackend>`: Burn's own `linear` (its matmul is already a
+//!   tiled GPU kernel).
+//! - `Autodiff<B>`: one backward node when `B` is fused, else Burn's linear node.
+
+use burn::tensor::backend::Backend;
+use burn::tensor::ops::{FloatTensor, ModuleOps};
+
+use crate::fused::try_fused_forward;
+
+/// Which gradients a fused linear backward is asked for (those of its parents that track
+/// gradients).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LinearWants {
+    /// `∂L/∂x`.
+    pub x: bool,
+    /// `∂L/∂W`.
+    pub weight: bool,
+    /// `∂L/∂b` (only when there is a bias).
+    pub bias: bool,
+}
+
+/// The gradients a fused linear backward returns, each present when it was asked for.
+pub struct LinearGrads<B: Backend> {
+    /// `∂L/∂x`, shaped as `x`.
+    pub x: Option<FloatTensor<B>>,
+    /// `∂L/∂W`, `[d_in, d_out]`.
+    pub weight: Option<FloatTensor<B>>,
+    /// `∂L/∂b`, `[d_out]`.
+    pub bias: Option<FloatTensor<B>>,
+}
+
+/// The backend operations a linear layer is made of. See the [module docs](self).
+pub trait LinearBackend: Backend {
+    /// `x·W + b` on primitives: takes [`fused_linear`](Self::fused_linear) when the backend
+    /// has a kernel for these inputs and no
+    /// [`ForceComposite`](crate::composite::ForceComposite) guard is alive on this thread;
+    /// otherwise Burn's `linear`.
+    fn linear_rows(
+        x: FloatTensor<Self>,
+        weight: FloatTensor<Self>,
+        bias: Option<FloatTensor<Self>>,
+    ) -> FloatTensor<Self> {
+        if let Some(y) = try_fused_forward(|| Self::fused_linear(&x, &weight, bias.as_ref())) {
+            return y;
+        }
+        <Self as ModuleOps<Self>>::linear(x, weight, bias)
+    }
+
+    /// The fused forward of [`linear_rows`](Self::linear_rows); `None` when this backend
+    /// has no kernel for these inputs (the default).
+    ///
+    /// A backend that returns `Some` must also override
+    /// [`fused_linear_backward`](Self::fused_linear_backward).
+    fn fused_linear(
+        x: &FloatTensor<Self>,
+        weight: &FloatTensor<Self>,
+        bias: Option<&FloatTensor<Self>>,
+    ) -> Option<FloatTensor<Self>> {
+        let _ = (x, weight, bias);
+        None
+    }
+
+    /// The fused backward: the gradients in `wants`, from `x`, `weight` and
+    /// `grad_output = ∂L/∂y`.
+    ///
+    /// # Panics
+    /// In this default, always: only a backend whose
+    /// [`fused_linear`](Self::fused_linear) returns `Some` is asked for it.
+    fn fused_linear_backward(
+        x: &FloatTensor<Self>,
+        weight: &FloatTensor<Self>,
+        grad_output: FloatTensor<Self>,
+        wants: LinearWants,
+    ) -> LinearGrads<Self> {
+        let _ = (x, weight, grad_output, wants);
+        panic!(
+            "{} returned a fused linear forward but has no fused backward: override \
+             LinearBackend::fused_linear_backward too",
+            core::any::type_name::<Self>()
+        )
+    }
+}
+
+#[cfg(feature = "ndarray")]
+impl<E, I, Q> LinearBackend for burn::backend::NdArray<E, I, Q>
+where
+    E: burn::backend::ndarray::FloatNdArrayElement,
+    I: burn::backend::ndarray::IntNdArrayElement,
+    Q: burn::backend::ndarray::QuantElement,
+    burn::backend::ndarray::NdArrayTensor: From<burn::backend::ndarray::SharedArray<E>>,
+    burn::backend::ndarray::NdArrayTensor: From<burn::backend::ndarray::SharedArray<I>>,
+{
+    fn fused_linear(
+        x: &FloatTensor<Self>,
+        weight: &FloatTensor<Self>,
+        bias: Option<&FloatTensor<Self>>,
+    ) -> Option<FloatTensor<Self>> {
+        super::ndarray::fused_forward(x, weight, bias)
+    }
+
+    fn fused_linear_backward(
+        x: &FloatTensor<Self>,
+        weight: &FloatTensor<Self>,
+        grad_output: FloatTensor<Self>,
+        wants: LinearWants,
+    ) -> LinearGrads<Self> {
+        super::ndarray::fused_backward(x, weight, &grad_output, wants)
+    }
+}
+
+/// Burn's `linear` on every CubeCL backend.
+#[cfg(feature = "cubecl")]
+impl<R, F, I, BT> LinearBackend for burn_cubecl::CubeBackend<R, F, I, BT>
+where
+    R: burn_cubecl::CubeRuntime,
+    F: burn_cubecl::FloatElement,
+    I: burn_cubecl::IntElement,
+    BT: burn_cubecl::BoolElement,
+{
+}
+
+/// Burn's `linear` under fusion.
+#[cfg(feature = "cubecl")]
+impl<R, F, I, BT> LinearBackend for burn_fusion::Fusion<burn_cubecl::CubeBackend<R, F, I, BT>>
+where
+    R: burn_cubecl::CubeRuntime,
+    F: burn_cubecl::FloatElement,
+    I: burn_cubecl::IntElement,
+    BT: burn_cubecl::BoolElement,
+{
+}

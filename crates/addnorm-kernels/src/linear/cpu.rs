@@ -1,0 +1,349 @@
+//! The fused CPU linear kernels on row-major slices: the whole `[rows, d_in]` input in one
+//! GEMM per task, with the rows split over rayon's threads.
+//!
+//! Burn 0.21's `linear` on a `[batch, T, d_in]` input runs one GEMM per batch element
+//! (`[T, d_in]·[d_in, d_out]`, on one thread in burn-ndarray without its `multi-threads`
+//! feature) and its weight gradient as `batch` GEMMs `[d_in, T]·[T, d_out]` summed over a
+//! `[batch, d_in, d_out]` intermediate. Here the leading dimensions are rows of one
+//! matrix: row blocks of the forward and of dX are GEMMs of their own, and dW is split
+//! over the rows (the GEMM's inner dimension), one partial `[d_in, d_out]` sum per task.
+//!
+//! # Formula
+//! ```text
+//! forward:   Y = X·W + 1·bᵀ
+//! backward:  dX = dY·Wᵀ      dW = Xᵀ·dY      db = Σ_rows dY
+//! ```
+//!
+//! # Shapes
+//! - `x`, `dx`: `[rows, d_in]`; `w`, `dw`: `[d_in, d_out]`; `b`, `db`: `[d_out]`;
+//!   `y`, `dy`: `[rows, d_out]` (all row-major)
+
+use rayon::prelude::*;
+
+use crate::cpu::gemm::{Gemm, Strided};
+use crate::cpu::memory::zeroed_output;
+
+/// Below this many multiply-adds a call stays on the calling thread: handing work to
+/// rayon's pool costs about 0.1 ms on the 2-core development VM.
+const SERIAL_BELOW_FLOPS: usize = 1 << 21;
+
+/// Rows per task are a multiple of this: the height of `matrixmultiply`'s f32 micro-kernel
+/// tile, so no task computes a partial tile it need not.
+const ROW_ALIGN: usize = 8;
+
+/// The matrix sizes of one call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LinearDims {
+    /// Rows of `x` (the product of its leading dimensions).
+    pub rows: usize,
+    /// Input features.
+    pub d_in: usize,
+    /// Output features.
+    pub d_out: usize,
+}
+
+impl LinearDims {
+    fn flops(&self) -> usize {
+        self.rows * self.d_in * self.d_out
+    }
+
+    /// The row blocks `(r0, r1)` the call is split into: one block when it is small or
+    /// rayon has one thread, else one per thread, aligned to [`ROW_ALIGN`].
+    fn row_blocks(&self) -> Vec<(usize, usize)> {
+        let threads = rayon::current_num_threads();
+        let tasks = if self.flops() < SERIAL_BELOW_FLOPS {
+            1
+        } else {
+            threads
+        };
+        let per_task = self.rows.div_ceil(tasks.max(1)).next_multiple_of(ROW_ALIGN);
+        (0..self.rows)
+            .step_by(per_task.max(1))
+            .map(|r0| (r0, (r0 + per_task).min(self.rows)))
+            .collect()
+    }
+}
+
+/// A mutable row-major buffer the tasks of one call write in disjoint row blocks.
+struct RowBlocks<E> {
+    ptr: *mut E,
+    width: usize,
+}
+
+// SAFETY: the tasks holding it write disjoint row blocks of a buffer the call borrows
+// mutably for its whole duration.
+unsafe impl<E: Send> Send for RowBlocks<E> {}
+// SAFETY: as above.
+unsafe impl<E: Send> Sync for RowBlocks<E> {}
+
+impl<E> RowBlocks<E> {
+    fn new(buffer: &mut [E], width: usize) -> Self {
+        Self {
+            ptr: buffer.as_mut_ptr(),
+            width,
+        }
+    }
+
+    /// Rows `r0..` as a strided matrix.
+    fn at(&self, r0: usize) -> Strided<E> {
+        // SAFETY: callers pass a row of the buffer (`r0 < rows`).
+        Strided::rows(unsafe { self.ptr.add(r0 * self.width) }, self.width)
+    }
+}
+
+/// A read-only row-major matrix as a strided view (never written through).
+fn reading<E>(values: &[E], width: usize, r0: usize) -> Strided<E> {
+    Strided::rows(values[r0 * width..].as_ptr().cast_mut(), width)
+}
+
+/// Runs `task` on each row block, in parallel when there are several.
+fn for_blocks(blocks: &[(usize, usize)], task: impl Fn(usize, usize) + Sync + Send) {
+    if blocks.len() == 1 {
+        let (r0, r1) = blocks[0];
+        task(r0, r1);
+    } else {
+        blocks.par_iter().for_each(|&(r0, r1)| task(r0, r1));
+    }
+}
+
+/// `y = x·w + b` into a new `[rows, d_out]` buffer.
+///
+/// # Panics
+/// If the slices' lengths disagree with `dims`.
+pub fn forward<E: Gemm>(dims: LinearDims, x: &[E], w: &[E], b: Option<&[E]>) -> Vec<E> {
+    let LinearDims { rows, d_in, d_out } = dims;
+    assert!(
+        x.len() == rows * d_in && w.len() == d_in * d_out,
+        "linear forward: lengths"
+    );
+    let mut y = zeroed_output::<E>(rows * d_out);
+    if rows == 0 {
+        return y;
+    }
+    if let Some(b) = b {
+        assert_eq!(b.len(), d_out, "linear forward: bias length");
+        y.chunks_exact_mut(d_out)
+            .for_each(|row| row.copy_from_slice(b));
+    }
+    let beta = if b.is_some() { E::ONE } else { E::ZERO };
+    let out = RowBlocks::new(&mut y, d_out);
+    for_blocks(&dims.row_blocks(), |r0, r1| {
+        // SAFETY: x and w are live and read only; each task writes its own rows of y.
+        unsafe {
+            E::gemm(
+                [r1 - r0, d_in, d_out],
+                E::ONE,
+                reading(x, d_in, r0),
+                reading(w, d_out, 0),
+                beta,
+                out.at(r0),
+            );
+        }
+    });
+    y
+}
+
+/// `dx = dy·wᵀ`, `[rows, d_in]`.
+///
+/// # Panics
+/// If the slices' lengths disagree with `dims`.
+pub fn backward_input<E: Gemm>(dims: LinearDims, dy: &[E], w: &[E]) -> Vec<E> {
+    let LinearDims { rows, d_in, d_out } = dims;
+    assert!(
+        dy.len() == rows * d_out && w.len() == d_in * d_out,
+        "linear dx: lengths"
+    );
+    let mut dx = zeroed_output::<E>(rows * d_in);
+    if rows == 0 {
+        return dx;
+    }
+    let out = RowBlocks::new(&mut dx, d_in);
+    for_blocks(&dims.row_blocks(), |r0, r1| {
+        // SAFETY: dy and w are read only; each task writes its own rows of dx.
+        unsafe {
+            E::gemm(
+                [r1 - r0, d_out, d_in],
+                E::ONE,
+                reading(dy, d_out, r0),
+                reading(w, d_out, 0).t(),
+                E::ZERO,
+                out.at(r0),
+            );
+        }
+    });
+    dx
+}
+
+/// `(dw, db)`: `dw = xᵀ·dy` (`[d_in, d_out]`) and, when `bias`, `db = Σ_rows dy`.
+///
+/// # Panics
+/// If the slices' lengths disagree with `dims`.
+pub fn backward_parameters<E: Gemm>(
+    dims: LinearDims,
+    x: &[E],
+    dy: &[E],
+    bias: bool,
+) -> (Vec<E>, Option<Vec<E>>) {
+    let LinearDims { rows, d_in, d_out } = dims;
+    assert!(
+        x.len() == rows * d_in && dy.len() == rows * d_out,
+        "linear dw: lengths"
+    );
+    let partial = |(r0, r1): (usize, usize)| {
+        let mut dw = zeroed_output::<E>(d_in * d_out);
+        if r1 > r0 {
+            let out = RowBlocks::new(&mut dw, d_out);
+            // SAFETY: x and dy are read only; dw is this task's own buffer.
+            unsafe {
+                E::gemm(
+                    [d_in, r1 - r0, d_out],
+                    E::ONE,
+                    reading(x, d_in, r0).t(),
+                    reading(dy, d_out, r0),
+                    E::ZERO,
+                    out.at(0),
+                );
+            }
+        }
+        let db = bias.then(|| column_sums(&dy[r0 * d_out..r1 * d_out], d_out));
+        (dw, db)
+    };
+    let blocks = dims.row_blocks();
+    let mut parts: Vec<_> = if blocks.len() == 1 {
+        vec![partial(blocks[0])]
+    } else {
+        blocks.par_iter().map(|&block| partial(block)).collect()
+    };
+    let (mut dw, mut db) = parts.remove(0);
+    for (part_w, part_b) in parts {
+        add_into(&mut dw, &part_w);
+        if let (Some(db), Some(part_b)) = (db.as_mut(), part_b) {
+            add_into(db, &part_b);
+        }
+    }
+    (dw, db)
+}
+
+/// `Σ_rows m[row, ·]` of a row-major `[rows, width]` slice.
+fn column_sums<E: Gemm>(m: &[E], width: usize) -> Vec<E> {
+    let mut sums = vec![E::ZERO; width];
+    for row in m.chunks_exact(width) {
+        add_into(&mut sums, row);
+    }
+    sums
+}
+
+/// `acc += other`, element-wise.
+fn add_into<E: Gemm>(acc: &mut [E], other: &[E]) {
+    for (a, &o) in acc.iter_mut().zip(other) {
+        *a += o;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Plain triple loops in f64, the reference.
+    fn reference(dims: LinearDims, x: &[f64], w: &[f64], b: &[f64], dy: &[f64]) -> [Vec<f64>; 4] {
+        let LinearDims { rows, d_in, d_out } = dims;
+        let mut y = vec![0.0; rows * d_out];
+        let mut dx = vec![0.0; rows * d_in];
+        let mut dw = vec![0.0; d_in * d_out];
+        let mut db = vec![0.0; d_out];
+        for r in 0..rows {
+            for o in 0..d_out {
+                y[r * d_out + o] = b[o]
+                    + (0..d_in)
+                        .map(|i| x[r * d_in + i] * w[i * d_out + o])
+                        .sum::<f64>();
+                db[o] += dy[r * d_out + o];
+                for i in 0..d_in {
+                    dx[r * d_in + i] += dy[r * d_out + o] * w[i * d_out + o];
+                    dw[i * d_out + o] += x[r * d_in + i] * dy[r * d_out + o];
+                }
+            }
+        }
+        [y, dx, dw, db]
+    }
+
+    fn values(len: usize, seed: usize) -> Vec<f64> {
+        (0..len)
+            .map(|i| ((i * 7919 + seed * 104_729) % 1013) as f64 / 506.5 - 1.0)
+            .collect()
+    }
+
+    /// Every kernel against the triple loops, for a call small enough to run serially and
+    /// one split into row blocks (with a short last block).
+    #[test]
+    fn kernels_match_triple_loops() {
+        for dims in [
+            LinearDims {
+                rows: 5,
+                d_in: 3,
+                d_out: 4,
+            },
+            LinearDims {
+                rows: 1001,
+                d_in: 64,
+                d_out: 48,
+            },
+        ] {
+            let LinearDims { rows, d_in, d_out } = dims;
+            let (x, w, b, dy) = (
+                values(rows * d_in, 1),
+                values(d_in * d_out, 2),
+                values(d_out, 3),
+                values(rows * d_out, 4),
+            );
+            let [y_ref, dx_ref, dw_ref, db_ref] = reference(dims, &x, &w, &b, &dy);
+            let close = |what: &str, a: &[f64], e: &[f64]| {
+                let err = a
+                    .iter()
+                    .zip(e)
+                    .map(|(a, e)| (a - e).abs())
+                    .fold(0.0, f64::max);
+                assert!(err < 1e-9, "{what} {dims:?}: {err:e}");
+            };
+            close("y", &forward(dims, &x, &w, Some(&b)), &y_ref);
+            let y_no_bias: Vec<f64> = y_ref
+                .chunks(d_out)
+                .flat_map(|row| row.iter().zip(&b).map(|(y, b)| y - b))
+                .collect();
+            close("y without bias", &forward(dims, &x, &w, None), &y_no_bias);
+            close("dx", &backward_input(dims, &dy, &w), &dx_ref);
+            let (dw, db) = backward_parameters(dims, &x, &dy, true);
+            close("dw", &dw, &dw_ref);
+            close("db", &db.expect("db"), &db_ref);
+            assert!(backward_parameters(dims, &x, &dy, false).1.is_none());
+        }
+    }
+
+    #[test]
+    fn large_calls_are_split_into_aligned_row_blocks() {
+        let dims = LinearDims {
+            rows: 1001,
+            d_in: 64,
+            d_out: 48,
+        };
+        let blocks = dims.row_blocks();
+        assert_eq!(blocks.first().map(|b| b.0), Some(0));
+        assert_eq!(blocks.last().map(|b| b.1), Some(1001));
+        assert!(
+            blocks
+                .windows(2)
+                .all(|w| w[0].1 == w[1].0 && w[0].1 % ROW_ALIGN == 0)
+        );
+        let threads = rayon::current_num_threads();
+        assert!(
+            blocks.len() <= threads && (threads == 1 || blocks.len() > 1),
+            "{blocks:?}"
+        );
+        let small = LinearDims {
+            rows: 17,
+            d_in: 8,
+            d_out: 8,
+        };
+        assert_eq!(small.row_blocks(), vec![(0, 17)]);
+    }
+}
