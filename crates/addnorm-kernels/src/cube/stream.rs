@@ -1,6 +1,6 @@
 //! The plumbing every custom operation of Burn's fusion stream shares: the handle types,
 //! how an operation takes its inputs when the stream reaches it, and how a call registers
-//! one ([`register`]). The norm kernels ([`super::fusion`]) and the attention kernels
+//! one (`register`). The norm kernels ([`super::fusion`]) and the attention kernels
 //! (`crate::attention::cube::fusion`) are both queued through it.
 //!
 //! # Shapes
@@ -18,6 +18,9 @@ use burn_ir::{CustomOpIr, HandleContainer, OperationIr, TensorIr};
 
 /// The inner backend of the fusion wrapper.
 pub(crate) type Inner<R, F, I, BT> = CubeBackend<R, F, I, BT>;
+
+/// A float tensor of the fusion wrapper.
+pub(crate) type FusionFloat<R, F, I, BT> = FloatTensor<Fusion<Inner<R, F, I, BT>>>;
 
 /// The fusion runtime of a CubeCL backend.
 pub(crate) type Runtime<R, F, I, BT> = <Inner<R, F, I, BT> as FusionBackend>::FusionRuntime;
@@ -76,10 +79,10 @@ pub(crate) fn register_outputs<R, F, I, BT>(
 /// description. Returns the outputs' tensors, in order.
 pub(crate) fn register<R, F, I, BT, O>(
     name: &'static str,
-    inputs: &[&FloatTensor<Fusion<Inner<R, F, I, BT>>>],
+    inputs: &[&FusionFloat<R, F, I, BT>],
     outputs: &[(Shape, DType)],
     operation: impl FnOnce(CustomOpIr) -> O,
-) -> Vec<FloatTensor<Fusion<Inner<R, F, I, BT>>>>
+) -> Vec<FusionFloat<R, F, I, BT>>
 where
     R: CubeRuntime,
     F: FloatElement,

@@ -13,14 +13,14 @@
 
 use core::marker::PhantomData;
 
-use burn::tensor::{DType, Shape, ops::FloatTensor};
+use burn::tensor::{DType, Shape};
 use burn_cubecl::{BoolElement, CubeRuntime, FloatElement, IntElement};
-use burn_fusion::{Fusion, stream::Operation};
+use burn_fusion::stream::Operation;
 use burn_ir::CustomOpIr;
 
 use super::launch;
 use crate::attention::spec::AttentionSpec;
-use crate::cube::stream::{Handles, Inner, Runtime, register, register_outputs, take_inputs};
+use crate::cube::stream::{FusionFloat, Handles, Runtime, register, register_outputs, take_inputs};
 
 /// The inputs an operation registered with all of them present.
 fn inputs<R, F, I, BT, const N: usize>(
@@ -85,9 +85,9 @@ where
 /// Queues the forward: `(output, lse, row_max)`, or `None` when the kernels do not take
 /// these inputs.
 pub(crate) fn forward<R, F, I, BT>(
-    [q, k, v]: [&FloatTensor<Fusion<Inner<R, F, I, BT>>>; 3],
+    [q, k, v]: [&FusionFloat<R, F, I, BT>; 3],
     spec: &AttentionSpec,
-) -> Option<[FloatTensor<Fusion<Inner<R, F, I, BT>>>; 3]>
+) -> Option<[FusionFloat<R, F, I, BT>; 3]>
 where
     R: CubeRuntime,
     F: FloatElement,
@@ -125,12 +125,12 @@ where
 
 /// Queues the backward: `[dq, dk, dv]`.
 pub(crate) fn backward<R, F, I, BT>(
-    qkv: [&FloatTensor<Fusion<Inner<R, F, I, BT>>>; 3],
-    output: &FloatTensor<Fusion<Inner<R, F, I, BT>>>,
-    lse: &FloatTensor<Fusion<Inner<R, F, I, BT>>>,
-    grad_output: &FloatTensor<Fusion<Inner<R, F, I, BT>>>,
+    qkv: [&FusionFloat<R, F, I, BT>; 3],
+    output: &FusionFloat<R, F, I, BT>,
+    lse: &FusionFloat<R, F, I, BT>,
+    grad_output: &FusionFloat<R, F, I, BT>,
     spec: &AttentionSpec,
-) -> [FloatTensor<Fusion<Inner<R, F, I, BT>>>; 3]
+) -> [FusionFloat<R, F, I, BT>; 3]
 where
     R: CubeRuntime,
     F: FloatElement,
