@@ -8,8 +8,14 @@
 //! cargo bench --bench attention
 //! cargo bench --bench attention -- --reps 40     # steps per case for T ≤ 128 (default 30)
 //! cargo bench --bench attention -- --no-torch    # skip the PyTorch column
+//! cargo bench --bench attention -- --case 16,4,128,32 --fused-only   # to profile one case
+//! cargo bench --bench attention -- --default-malloc --outside-pool  # see below
 //! cargo bench --bench attention --features wgpu -- --wgpu   # the CubeCL kernels
 //! ```
+//!
+//! As `addnorm train` does, the bench applies
+//! `addnorm_kernels::cpu::allocator::keep_freed_memory` and runs the steps on a worker of a
+//! rayon pool (`--default-malloc` and `--outside-pool` leave each out).
 //!
 //! With `--wgpu` the same steps run on `Autodiff<Wgpu<f32>>` (Burn's default wgpu type,
 //! with fusion), synced after each step: addnorm's CubeCL attention kernels against the
@@ -17,9 +23,9 @@
 //!
 //! A step is `O = attention(Q, K, V)` on `[batch, T, heads·d_head]` tensors (the
 //! projections' layout), `loss = Σ O·dO`, `loss.backward()`, with Q, K and V requiring
-//! gradients. Fused and composite steps alternate, so a change of machine load hits both
-//! alike; the table prints medians and the ratios composite / fused and torch / fused
-//! (above 1: fused is faster).
+//! gradients. Fused and composite steps run in alternating blocks of consecutive steps, so
+//! a change of machine load hits both alike; the table prints medians and the ratios
+//! composite / fused and torch / fused (above 1: fused is faster).
 //!
 //! Peak RSS is the growth of `VmHWM` over one step in a fresh child process, after the
 //! inputs exist and one warm-up step ran (`VmHWM` reset through `/proc/self/clear_refs`):
@@ -31,9 +37,10 @@ use std::time::{Duration, Instant};
 use addnorm_kernels::AttentionBackend;
 use addnorm_kernels::attention::{AttentionSpec, attention};
 use addnorm_kernels::composite::ForceComposite;
+use addnorm_kernels::cpu::allocator::keep_freed_memory;
 use addnorm_kernels::fused::fused_calls;
 use burn::backend::{Autodiff, NdArray};
-use burn::tensor::backend::{AutodiffBackend, Backend};
+use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::{Device, Distribution, Tensor};
 
 type Ad = Autodiff<NdArray<f32>>;
@@ -93,27 +100,56 @@ impl<B: AutodiffBackend + AttentionBackend> Inputs<B> {
     }
 }
 
+/// `"batch,heads,T,d_head"` as a case.
+///
+/// # Panics
+/// If it is not four comma-separated positive integers.
+fn parse_case(text: &str) -> [usize; 4] {
+    let dims: Vec<usize> = text
+        .split(',')
+        .map(|v| v.trim().parse().expect("--case takes batch,heads,T,d_head"))
+        .collect();
+    dims.try_into()
+        .expect("--case takes four dimensions: batch,heads,T,d_head")
+}
+
 fn median(mut times: Vec<Duration>) -> Duration {
     times.sort();
     times[times.len() / 2]
 }
 
-/// Median step times `(fused, composite)` over `reps` alternating rounds.
+/// Rounds of blocks: each variant runs its steps in this many blocks of consecutive steps,
+/// the variants' blocks alternating, so a change of machine load hits both alike.
+const ROUNDS: usize = 3;
+
+/// Median step times `(fused, composite)` over `reps` steps each (composite zero with
+/// `fused_only`).
 fn time_case<B: AutodiffBackend + AttentionBackend>(
     case: [usize; 4],
     reps: usize,
     device: &Device<B>,
+    fused_only: bool,
 ) -> (Duration, Duration) {
     let inputs = Inputs::<B>::new(case, device);
-    for variant in [Variant::Fused, Variant::Composite] {
-        inputs.step(variant);
+    let variants: &[Variant] = if fused_only {
+        &[Variant::Fused]
+    } else {
+        &[Variant::Fused, Variant::Composite]
+    };
+    let mut times = [vec![], vec![]];
+    for _ in 0..ROUNDS {
+        for (i, &variant) in variants.iter().enumerate() {
+            inputs.step(variant);
+            times[i].extend((0..reps.max(1).div_ceil(ROUNDS)).map(|_| inputs.step(variant)));
+        }
     }
-    let (mut fused, mut composite) = (vec![], vec![]);
-    for _ in 0..reps.max(1) {
-        fused.push(inputs.step(Variant::Fused));
-        composite.push(inputs.step(Variant::Composite));
-    }
-    (median(fused), median(composite))
+    let [fused, composite] = times;
+    let composite = if fused_only {
+        Duration::ZERO
+    } else {
+        median(composite)
+    };
+    (median(fused), composite)
 }
 
 /// A field of `/proc/self/status` in KiB.
@@ -178,25 +214,51 @@ fn torch_results(reps: usize) -> Vec<([usize; 4], f64, f64)> {
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
+    // The peak-RSS children keep glibc's defaults: with freed memory kept, the measured
+    // step would reuse the warm-up step's pages and show no growth.
+    if !args
+        .iter()
+        .any(|a| a == "--default-malloc" || a == "--child")
+    {
+        keep_freed_memory();
+    }
+    if args.iter().any(|a| a == "--outside-pool") {
+        return run(&args);
+    }
+    rayon::ThreadPoolBuilder::new()
+        .build()
+        .expect("a rayon pool can be built")
+        .install(|| run(&args));
+}
+
+/// The flag's value, if given.
+fn value_of<'a>(args: &'a [String], flag: &str) -> Option<&'a String> {
+    args.iter()
+        .position(|a| a == flag)
+        .and_then(|i| args.get(i + 1))
+}
+
+fn run(args: &[String]) {
     if let Some(i) = args.iter().position(|a| a == "--child") {
         let variant = match args[i + 1].as_str() {
             "Fused" => Variant::Fused,
             _ => Variant::Composite,
         };
-        let case: Vec<usize> = args[i + 2].split(',').map(|v| v.parse().unwrap()).collect();
-        child(variant, case.try_into().expect("four dimensions"));
+        child(variant, parse_case(&args[i + 2]));
         return;
     }
-    let reps = args
-        .iter()
-        .position(|a| a == "--reps")
-        .and_then(|i| args.get(i + 1))
+    let reps = value_of(args, "--reps")
         .map_or(30, |v| v.parse().expect("--reps takes a positive integer"));
     if args.iter().any(|a| a == "--wgpu") {
         gpu_table(reps);
         return;
     }
-    let torch = if args.iter().any(|a| a == "--no-torch") {
+    let cases: Vec<[usize; 4]> = match value_of(args, "--case") {
+        Some(case) => vec![parse_case(case)],
+        None => CASES.to_vec(),
+    };
+    let fused_only = args.iter().any(|a| a == "--fused-only");
+    let torch = if fused_only || args.iter().any(|a| a == "--no-torch") {
         vec![]
     } else {
         torch_results(reps)
@@ -220,13 +282,17 @@ fn main() {
         "RSS comp",
         "RSS torch"
     );
-    for case in CASES {
+    for case in cases {
         let case_reps = (reps / (1 + case[2] / 128)).max(3);
-        let (fused, composite) = time_case::<Ad>(case, case_reps, &Default::default());
-        let (rss_fused, rss_composite) = (
-            peak_rss(Variant::Fused, case),
-            peak_rss(Variant::Composite, case),
-        );
+        let (fused, composite) = time_case::<Ad>(case, case_reps, &Default::default(), fused_only);
+        let (rss_fused, rss_composite) = if fused_only {
+            (f64::NAN, f64::NAN)
+        } else {
+            (
+                peak_rss(Variant::Fused, case),
+                peak_rss(Variant::Composite, case),
+            )
+        };
         let torch_case = torch.iter().find(|(c, ..)| *c == case);
         let ms = |d: Duration| d.as_secs_f64() * 1e3;
         let (torch_ms, torch_rss) = torch_case.map_or((f64::NAN, f64::NAN), |&(_, t, r)| (t, r));
@@ -250,7 +316,7 @@ fn main() {
 fn gpu_table(reps: usize) {
     type Gpu = Autodiff<burn::backend::Wgpu<f32, i32>>;
     let device = burn::backend::wgpu::WgpuDevice::default();
-    let adapter = <burn::backend::Wgpu<f32, i32> as Backend>::name(&device);
+    let adapter = <burn::backend::Wgpu<f32, i32> as burn::tensor::backend::Backend>::name(&device);
     println!(
         "Causal attention, forward + backward (loss = Σ O·dO), Autodiff<Wgpu<f32>> \
          ({adapter}), synced after each step; [batch, heads, T, d_head]; median step.\n"
@@ -261,7 +327,7 @@ fn gpu_table(reps: usize) {
     );
     for case in CASES {
         let case_reps = (reps / (1 + case[2] / 128)).max(1);
-        let (fused, composite) = time_case::<Gpu>(case, case_reps, &device);
+        let (fused, composite) = time_case::<Gpu>(case, case_reps, &device, false);
         println!(
             "{:<18} {:>9.3} ms {:>9.3} ms {:>10.2}×",
             format!("{case:?}"),

@@ -10,6 +10,7 @@ mod block_placements;
 mod block_stack;
 mod common;
 mod fused_kernels;
+mod gelu;
 mod linear;
 mod norm_errors;
 mod norm_gradcheck;

@@ -46,9 +46,10 @@
 //! `B: NormBackend` (which records one [fused backward node](crate::autodiff) when `B` has
 //! fused kernels). For a backend of your own, add
 //! `impl addnorm_kernels::NormBackend for MyBackend {}`,
-//! `impl addnorm_kernels::AttentionBackend for MyBackend {}` and
-//! `impl addnorm_kernels::LinearBackend for MyBackend {}` (all three empty for the
-//! composite paths).
+//! `impl addnorm_kernels::AttentionBackend for MyBackend {}`,
+//! `impl addnorm_kernels::LinearBackend for MyBackend {}` and
+//! `impl addnorm_kernels::GeluBackend for MyBackend {}` (all four empty for the composite
+//! paths).
 //!
 //! # Fused kernels
 //! A backend with fused kernels overrides [`NormBackend::fused_norm_rows`] and
@@ -62,6 +63,7 @@ use crate::attention::AttentionBackend;
 use crate::fused::{
     FusedDynamicTanhGrads, FusedNormForward, FusedNormGrads, RowStatistics, try_fused_forward,
 };
+use crate::gelu::GeluBackend;
 use crate::linear::LinearBackend;
 use crate::{composite, spec::RowNormSpec};
 
@@ -72,10 +74,10 @@ fn tensor<B: Backend, const D: usize>(primitive: FloatTensor<B>) -> Tensor<B, D>
 
 /// The backend operations addnorm's norms are made of. See the [module docs](self).
 ///
-/// It requires [`AttentionBackend`] and [`LinearBackend`] so that every `B: NormBackend`
-/// bound also covers addnorm's attention and linear layers (see
+/// It requires [`AttentionBackend`], [`LinearBackend`] and [`GeluBackend`] so that every
+/// `B: NormBackend` bound also covers addnorm's attention, linear layers and GELU (see
 /// [`crate::attention::backend`] for why).
-pub trait NormBackend: AttentionBackend + LinearBackend {
+pub trait NormBackend: AttentionBackend + LinearBackend + GeluBackend {
     /// Normalizes each row of `x: [rows, n]` as `spec` describes, then applies `y·γ + β`
     /// with `gamma`, `beta` of shape `[n]` or `[1]`.
     ///

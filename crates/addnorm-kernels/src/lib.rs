@@ -17,12 +17,14 @@
 //!   [`AttentionBackend`] extension that `NormBackend` requires.
 //! - [`linear`]: linear layers as one GEMM per call (rows split over threads), the
 //!   [`LinearBackend`] extension that `NormBackend` requires too.
+//! - [`gelu`]: exact GELU in one pass each way, the [`GeluBackend`] extension that
+//!   `NormBackend` requires as well.
 //!
 //! # Formula
 //! Every LayerNorm / RMSNorm variant is `y = (x − μ) / D(σ², ε) · γ + β` on the rows of a
 //! `[rows, n]` matrix, with the centring, divisor and ε placement given by [`RowNormSpec`];
 //! DyT is `y = γ·tanh(α·x) + β`. Attention is `O_h = softmax(scale·Q_h·K_hᵀ + causal
-//! mask)·V_h` per head ([`attention`]).
+//! mask)·V_h` per head ([`attention`]). GELU is `x·Φ(x)` ([`gelu`]).
 //!
 //! # Shapes
 //! - `x`: `[rows, n]` (modules flatten their leading and normalized dimensions into these)
@@ -38,12 +40,14 @@ pub mod cpu;
 #[cfg(feature = "cubecl")]
 pub mod cube;
 pub mod fused;
+pub mod gelu;
 pub mod linear;
 pub mod spec;
 pub mod training;
 
 pub use attention::AttentionBackend;
 pub use backend::NormBackend;
+pub use gelu::GeluBackend;
 pub use linear::LinearBackend;
 pub use spec::{Centering, EpsilonPlacement, RowNormSpec, Variance};
 pub use training::NormAutodiffBackend;

@@ -13,7 +13,8 @@ The model, as in crates/addnorm-nn/src/block/stack.rs:
 
 Batches: the reverse task's shape for the seq-17 models (vocabulary 13, batch 32, the answer
 half masked in) and random tokens for the seq-128 model (batch 16, the second half masked in),
-as the Rust bench builds them. Prints one JSON line per model: {"model": ..., "median_ms": ...}.
+as the Rust bench builds them. Prints one JSON line per model: {"model": ..., "median_ms": ...,
+"phases_ms": [forward with the loss, backward, optimizer step]} (each phase's own median).
 
     python3 benches/torch_train_step.py --threads 2 --steps 40
 """
@@ -102,14 +103,18 @@ def time_model(spec, steps):
         logits = model(tokens)
         picked = F.log_softmax(logits, -1).gather(-1, targets.unsqueeze(-1)).squeeze(-1)
         loss = -(picked * mask).sum() / mask.sum()
+        forward = time.perf_counter()
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
+        backward = time.perf_counter()
         optimizer.step()
-        return time.perf_counter() - start
+        end = time.perf_counter()
+        return (forward - start, backward - forward, end - backward, end - start)
 
     for i in range(5):
         step(i)
-    return statistics.median(step(i) for i in range(steps))
+    times = [step(i) for i in range(steps)]
+    return [statistics.median(t[k] for t in times) for k in range(4)]
 
 
 def main():
@@ -120,7 +125,8 @@ def main():
     torch.set_num_threads(args.threads)
     for name, spec in MODELS.items():
         steps = args.steps if spec[5] <= 32 else max(5, args.steps // 4)
-        print(json.dumps({"model": name, "median_ms": time_model(spec, steps) * 1e3}), flush=True)
+        *phases, total = (t * 1e3 for t in time_model(spec, steps))
+        print(json.dumps({"model": name, "median_ms": total, "phases_ms": phases}), flush=True)
 
 
 if __name__ == "__main__":

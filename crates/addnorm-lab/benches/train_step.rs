@@ -8,7 +8,13 @@
 //! cargo bench --bench train_step -- --steps 60     # repetitions per model (default 40)
 //! cargo bench --bench train_step -- --no-torch     # without the PyTorch column
 //! cargo bench --bench train_step -- --model T128 --fused-only --no-torch   # to profile
+//! cargo bench --bench train_step -- --default-malloc   # without keep_freed_memory
+//! cargo bench --bench train_step -- --outside-pool     # steps on the main thread
 //! ```
+//!
+//! As `addnorm train` does, the bench applies
+//! `addnorm::kernels::cpu::allocator::keep_freed_memory` and runs the steps on a worker of
+//! a rayon pool; the two flags above measure each without it.
 //!
 //! The torch column is the same model written in PyTorch (`crates/addnorm-lab/benches/torch_train_step.py`:
 //! Pre-LN, SDPA attention, exact GELU, AdamW, masked cross-entropy), run as a child process
@@ -20,14 +26,16 @@
 //! see the same reverse-task batches (length 8, 10 symbols, batch 32: `[32, 17]` tokens).
 //! The composite variant runs its forward under a `ForceComposite` guard, which sends every
 //! norm down the composite path; the fused variant is checked to take the fused kernels.
-//! The three are timed alternately, step by step, so that a change of machine load hits all
-//! alike. The table prints the median step time, steps per second and the ratios
-//! composite / fused and burn::nn / fused (above 1: the fused kernels are faster).
+//! The three are timed in alternating blocks of consecutive steps (see `ROUNDS`), so that a
+//! change of machine load hits all alike. The table prints the median step time, steps per
+//! second and the ratios composite / fused, burn::nn / fused and torch / fused (above 1:
+//! the fused kernels are faster), then the fused and torch steps split into their phases.
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use addnorm::kernels::composite::ForceComposite;
+use addnorm::kernels::cpu::allocator::keep_freed_memory;
 use addnorm::kernels::cpu::fused_calls;
 use addnorm::nn::{NormConfig, TransformerStack, TransformerStackConfig};
 use addnorm_lab::loss::masked_cross_entropy;
@@ -74,8 +82,8 @@ impl Trainer {
         }
     }
 
-    /// One optimizer step; returns its wall time.
-    fn step(&mut self) -> Duration {
+    /// One optimizer step; returns its wall time, split into its phases.
+    fn step(&mut self) -> Phases {
         let (inputs, targets, mask) = self.batches[self.next % BATCHES].clone();
         self.next += 1;
         let start = Instant::now();
@@ -84,12 +92,44 @@ impl Trainer {
             .take()
             .expect("the model is put back after each step");
         let loss = masked_cross_entropy(model.forward(inputs), targets, mask);
+        // NdArray runs eagerly: the phases end where their last op returns.
+        let forward = start.elapsed();
         let grads = GradientsParams::from_grads(loss.backward(), &model);
+        let backward = start.elapsed();
         let model = self.optimizer.step(1e-3, model, grads);
-        // NdArray runs eagerly; reading one weight back makes sure nothing is deferred.
+        // Reading one weight back makes sure nothing is deferred.
         black_box(model.head.weight.val().into_data());
         self.model = Some(model);
-        start.elapsed()
+        let total = start.elapsed();
+        Phases([forward, backward - forward, total - backward, total])
+    }
+}
+
+/// One step's `[forward + loss, backward + GradientsParams, AdamW, total]` wall times.
+#[derive(Clone, Copy, Debug)]
+struct Phases([Duration; 4]);
+
+impl Phases {
+    fn total(&self) -> Duration {
+        self.0[3]
+    }
+
+    /// The per-phase medians of `steps` (each phase's own median).
+    fn medians(steps: &[Phases]) -> Phases {
+        Phases(std::array::from_fn(|i| {
+            median(steps.iter().map(|p| p.0[i]).collect())
+        }))
+    }
+
+    /// `forward / backward / optimizer` in ms.
+    fn show(&self) -> String {
+        let ms = |d: Duration| d.as_secs_f64() * 1e3;
+        format!(
+            "{:.2} / {:.2} / {:.2}",
+            ms(self.0[0]),
+            ms(self.0[1]),
+            ms(self.0[2])
+        )
     }
 }
 
@@ -138,9 +178,19 @@ impl Batches {
     }
 }
 
-/// PyTorch's median step (ms) per model name, from `crates/addnorm-lab/benches/torch_train_step.py` (empty
-/// when `python3` with torch is not at hand, or with `--no-torch`).
-fn torch_medians(steps: usize) -> Vec<(String, f64)> {
+/// PyTorch's timings of one model, from `crates/addnorm-lab/benches/torch_train_step.py`.
+#[derive(Clone, Debug)]
+struct TorchTiming {
+    model: String,
+    /// Median step, ms.
+    median_ms: f64,
+    /// Per-phase medians `forward / backward / optimizer`, ms.
+    phases: String,
+}
+
+/// PyTorch's timings per model (empty when `python3` with torch is not at hand, or with
+/// `--no-torch`).
+fn torch_timings(steps: usize) -> Vec<TorchTiming> {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/benches/torch_train_step.py");
     let threads = rayon::current_num_threads().to_string();
     let Ok(output) = std::process::Command::new("python3")
@@ -153,10 +203,16 @@ fn torch_medians(steps: usize) -> Vec<(String, f64)> {
         .lines()
         .filter_map(|line| {
             let value: serde_json::Value = serde_json::from_str(line).ok()?;
-            Some((
-                value["model"].as_str()?.to_string(),
-                value["median_ms"].as_f64()?,
-            ))
+            let phases: Vec<String> = value["phases_ms"]
+                .as_array()?
+                .iter()
+                .map(|v| format!("{:.2}", v.as_f64().unwrap_or(f64::NAN)))
+                .collect();
+            Some(TorchTiming {
+                model: value["model"].as_str()?.to_string(),
+                median_ms: value["median_ms"].as_f64()?,
+                phases: phases.join(" / "),
+            })
         })
         .collect()
 }
@@ -177,8 +233,15 @@ fn with_burn_norms(config: &TransformerStackConfig) -> TransformerStackConfig {
     config.clone().with_norm(norm)
 }
 
-/// Median step times `(fused, composite, burn::nn)` of `config` over `steps` alternating
-/// rounds.
+/// Rounds of blocks: each variant runs its steps in [`ROUNDS`] blocks of consecutive
+/// steps, the variants' blocks alternating, so a change of machine load hits all alike
+/// while each block runs as training does (one model step after step; interleaving single
+/// steps of different models measured each variant in the others' cache and allocator
+/// state, up to 1.6× slower for the fused one).
+const ROUNDS: usize = 3;
+
+/// Median step times of `config` over `steps` steps per variant: the fused step's
+/// phases, then the composite and burn::nn steps' totals (zero with `fused_only`).
 ///
 /// # Panics
 /// If a fused step runs no fused kernel, or a composite or Burn step runs one.
@@ -187,54 +250,58 @@ fn compare(
     batches: Batches,
     steps: usize,
     fused_only: bool,
-) -> (Duration, Duration, Duration) {
+) -> (Phases, Duration, Duration) {
     let mut fused = Trainer::new(config, batches);
     let mut composite = Trainer::new(config, batches);
     let mut burn_nn = Trainer::new(&with_burn_norms(config), batches);
     let fused_step = |trainer: &mut Trainer| {
         let before = fused_calls();
-        let time = trainer.step();
+        let phases = trainer.step();
         let after = fused_calls();
         assert!(
             after.forward > before.forward && after.backward > before.backward,
             "the fused variant did not take the fused kernels"
         );
-        time
+        phases
     };
     let composite_step = |trainer: &mut Trainer| {
         let _composite = ForceComposite::new();
         let before = fused_calls();
-        let time = trainer.step();
+        let phases = trainer.step();
         assert_eq!(
             fused_calls(),
             before,
             "the composite variant ran a fused kernel"
         );
-        time
+        phases
     };
-    if fused_only {
-        let times = (0..WARMUP_STEPS + steps.max(1))
-            .map(|_| fused_step(&mut fused))
+    // One block: warm-up steps, then `len` timed ones.
+    let block = |trainer: &mut Trainer, step: &dyn Fn(&mut Trainer) -> Phases, len: usize| {
+        (0..WARMUP_STEPS + len)
+            .map(|_| step(trainer))
             .skip(WARMUP_STEPS)
-            .collect();
-        let time = median(times);
-        return (time, Duration::ZERO, Duration::ZERO);
-    }
-    for _ in 0..WARMUP_STEPS {
-        fused_step(&mut fused);
-        composite_step(&mut composite);
-        composite_step(&mut burn_nn);
-    }
+            .collect::<Vec<_>>()
+    };
+    let per_block = steps.max(1).div_ceil(ROUNDS);
     let (mut fused_times, mut composite_times, mut burn_times) = (vec![], vec![], vec![]);
-    for _ in 0..steps.max(1) {
-        fused_times.push(fused_step(&mut fused));
-        composite_times.push(composite_step(&mut composite));
-        burn_times.push(composite_step(&mut burn_nn));
+    for _ in 0..ROUNDS {
+        fused_times.extend(block(&mut fused, &fused_step, per_block));
+        if !fused_only {
+            composite_times.extend(block(&mut composite, &composite_step, per_block));
+            burn_times.extend(block(&mut burn_nn, &composite_step, per_block));
+        }
     }
+    let total = |times: &[Phases]| {
+        if times.is_empty() {
+            Duration::ZERO
+        } else {
+            Phases::medians(times).total()
+        }
+    };
     (
-        median(fused_times),
-        median(composite_times),
-        median(burn_times),
+        Phases::medians(&fused_times),
+        total(&composite_times),
+        total(&burn_times),
     )
 }
 
@@ -249,6 +316,23 @@ fn model_config(base: TransformerStackConfig, batches: Batches) -> TransformerSt
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
+    // As `addnorm` does (`--default-malloc` to measure without it).
+    if !args.iter().any(|a| a == "--default-malloc") {
+        keep_freed_memory();
+    }
+    if args.iter().any(|a| a == "--outside-pool") {
+        return run(&args);
+    }
+    // The steps run on a worker of a rayon pool, as `addnorm train` runs them: a kernel
+    // that splits its work then runs one part on the calling thread instead of blocking
+    // it while both pool threads are woken.
+    rayon::ThreadPoolBuilder::new()
+        .build()
+        .expect("a rayon pool can be built")
+        .install(|| run(&args));
+}
+
+fn run(args: &[String]) {
     let steps = args
         .iter()
         .position(|a| a == "--steps")
@@ -297,7 +381,7 @@ fn main() {
     let torch = if args.iter().any(|a| a == "--no-torch") {
         vec![]
     } else {
-        torch_medians(steps)
+        torch_timings(steps)
     };
 
     println!(
@@ -328,17 +412,17 @@ fn main() {
         "burn::nn/fused",
         "torch/fused"
     );
+    let mut phase_rows = vec![];
     for (name, base, batches) in models {
         if only_model.is_some_and(|m| !name.contains(m.as_str())) {
             continue;
         }
         let config = model_config(base, batches);
-        let (fused, composite, burn_nn) =
+        let (phases, composite, burn_nn) =
             compare(&config, batches, batches.steps(steps), fused_only);
-        let torch_ms = torch
-            .iter()
-            .find(|(model, _)| model == name)
-            .map_or(f64::NAN, |&(_, ms)| ms);
+        let fused = phases.total();
+        let torch = torch.iter().find(|t| t.model == name);
+        let torch_ms = torch.map_or(f64::NAN, |t| t.median_ms);
         let ms = |d: Duration| d.as_secs_f64() * 1e3;
         let per_s = |d: Duration| 1.0 / d.as_secs_f64();
         println!(
@@ -353,5 +437,15 @@ fn main() {
             burn_nn.as_secs_f64() / fused.as_secs_f64(),
             torch_ms / ms(fused),
         );
+        phase_rows.push((name, phases.show(), torch.map(|t| t.phases.clone())));
+    }
+    println!(
+        "\nPhases, medians in ms: forward with the loss / backward with GradientsParams / \
+         AdamW step"
+    );
+    println!("{:<22} {:>28} {:>28}", "model", "fused", "torch");
+    for (name, fused, torch) in phase_rows {
+        let torch = torch.unwrap_or_else(|| "-".into());
+        println!("{name:<22} {fused:>28} {torch:>28}");
     }
 }

@@ -99,6 +99,27 @@ pub fn run_jobs_with_bar<T: Sync, R: Send>(
     results
 }
 
+/// Runs `f` on a worker of a new rayon pool of `threads` threads (rayon's default, one per
+/// core, when `None`), as `addnorm train` runs its one run.
+///
+/// A kernel that splits its work over the pool then computes one part on the calling
+/// thread, instead of blocking it while every pool thread is woken: on the toy models
+/// that saved a quarter of a step (`cargo bench --bench train_step -- --outside-pool`
+/// measures the difference).
+///
+/// # Panics
+/// If the pool cannot be built (the OS refuses threads).
+pub fn on_own_pool<R: Send>(threads: Option<usize>, f: impl FnOnce() -> R + Send) -> R {
+    let mut builder = rayon::ThreadPoolBuilder::new();
+    if let Some(threads) = threads {
+        builder = builder.num_threads(threads);
+    }
+    builder
+        .build()
+        .expect("a rayon pool of a few threads can be built")
+        .install(f)
+}
+
 /// Applies `f` to every item, `plan.jobs` items at a time, each call inside its worker's
 /// own rayon pool of `plan.threads` threads; the output keeps the input order.
 pub fn run_jobs<T: Sync, R: Send>(

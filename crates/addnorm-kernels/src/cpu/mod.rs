@@ -9,6 +9,8 @@
 //! - [`forward`]: `y`, and the per-row shift and `r` it saves.
 //! - [`backward`]: dx, dγ, dβ from `x`, `dy` and the saved statistics.
 //! - [`memory`]: output buffers on transparent huge pages.
+//! - [`allocator`]: [`allocator::keep_freed_memory`], glibc `malloc` settings a training
+//!   binary may apply so each step reuses the last step's memory.
 //! - [`dispatch`]: the hot loops compiled for AVX2 + FMA and AVX-512 too, picked at run
 //!   time.
 //! - [`dyt`]: the fused Dynamic Tanh forward and backward.
@@ -44,6 +46,7 @@
 //! # }
 //! ```
 
+pub mod allocator;
 pub mod backward;
 pub mod dispatch;
 pub mod dyt;

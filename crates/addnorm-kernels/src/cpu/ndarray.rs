@@ -216,7 +216,7 @@ fn backward_in<E: NdArrayReal>(
     let plan = RowPlan::new(spec, n);
     let (dx, sums) = with_gradient_buffer::<E, _>(
         grad_output,
-        (rows, n),
+        vec![rows, n],
         |dy| dtype_error("dy", dy),
         |grad| backward_in_place(&plan, &x_values, grad, &gamma_values, &shift, &rstd),
         |dy, dx| backward(&plan, &x_values, dy, &gamma_values, &shift, &rstd, dx),
@@ -315,7 +315,7 @@ fn dynamic_tanh_backward_in<E: NdArrayReal>(
     let gamma_values = expanded(gamma, n, E::ONE).expect("the forward accepted γ");
     let (dx, sums) = with_gradient_buffer::<E, _>(
         grad_output,
-        (rows, n),
+        vec![rows, n],
         |dy| {
             format!(
                 "fused DyT backward: dy must be {:?} like x, got {:?}",
@@ -336,14 +336,15 @@ fn dynamic_tanh_backward_in<E: NdArrayReal>(
 
 /// Runs a backward kernel with dx written over dy (`in_place`) when `grad_output` is the
 /// only reference to a standard-layout `E` array: the usual case in a backward pass, and no
-/// `[rows, n]` allocation. Otherwise `separate` reads dy and writes a fresh buffer.
-/// Returns dx as a `[rows, n]` tensor, and what the kernel returned.
+/// allocation of dx's size. Otherwise `separate` reads dy and writes a fresh buffer.
+/// Returns dx as a tensor of `shape` (which holds as many elements as dy), and what the
+/// kernel returned.
 ///
 /// # Panics
 /// With the message `wrong_dtype` makes when `grad_output` does not hold `E` values.
-fn with_gradient_buffer<E: NdArrayReal, R>(
+pub(crate) fn with_gradient_buffer<E: NdArrayReal, R>(
     grad_output: NdArrayTensor,
-    (rows, n): (usize, usize),
+    shape: Vec<usize>,
     wrong_dtype: impl FnOnce(&NdArrayTensor) -> String,
     in_place: impl FnOnce(&mut [E]) -> R,
     separate: impl FnOnce(&[E], &mut [E]) -> R,
@@ -354,15 +355,17 @@ fn with_gradient_buffer<E: NdArrayReal, R>(
                 .as_slice_mut()
                 .expect("a standard-layout array is one slice");
             let result = in_place(values);
-            let grad = grad.into_shape_with_order(vec![rows, n]).expect("rows × n");
+            let grad = grad
+                .into_shape_with_order(shape)
+                .expect("dx holds as many elements as dy");
             (E::from_array(grad), result)
         }
         Err(grad_output) => {
             let dy = E::elements(&grad_output)
                 .unwrap_or_else(|| panic!("{}", wrong_dtype(&grad_output)));
-            let mut dx = zeroed_output(rows * n);
+            let mut dx = zeroed_output(shape.iter().product());
             let result = separate(&dy, &mut dx);
-            (E::tensor(dx, vec![rows, n]), result)
+            (E::tensor(dx, shape), result)
         }
     }
 }

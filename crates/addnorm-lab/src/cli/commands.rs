@@ -23,8 +23,10 @@ pub fn train(args: &TrainArgs) -> Result<i32, LabError> {
         inject_nan_at: args.inject_nan_at,
     };
     let out = &args.common.out;
-    let summary = with_backend!(args.common.backend, |B, device| {
-        crate::train::train::<B>(&config, out, &options, &device)
+    let summary = crate::jobs::on_own_pool(None, || {
+        with_backend!(args.common.backend, |B, device| {
+            crate::train::train::<B>(&config, out, &options, &device)
+        })
     })?;
     if let Some(d) = &summary.diverged {
         let kept =

@@ -120,6 +120,8 @@ pub fn main() -> i32 {
         eprintln!("error: {message}");
         return 2;
     }
+    // Every step reuses the last step's buffers instead of faulting in fresh pages.
+    addnorm::kernels::cpu::allocator::keep_freed_memory();
     let result = match &cli.command {
         Command::Train(a) => commands::train(a),
         Command::Probe(a) => commands::probe(a),

@@ -8,7 +8,8 @@
 //! - input: `[batch, seq, d_model]`; `W₁: [d_model, d_ff]`, `W₂: [d_ff, d_model]`
 //! - output: `[batch, seq, d_model]`
 
-use addnorm_kernels::LinearBackend;
+use addnorm_kernels::gelu::gelu;
+use addnorm_kernels::{GeluBackend, LinearBackend};
 use burn::config::Config;
 use burn::module::{Initializer, Module};
 use burn::nn::{Dropout, DropoutConfig, Linear, Relu};
@@ -21,9 +22,10 @@ use super::linear::{self, projection, xavier_normal};
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 #[non_exhaustive]
 pub enum Activation {
-    /// GELU, the exact form `x·Φ(x) = ½x(1 + erf(x/√2))`, as PyTorch's `"gelu"`. Computed
-    /// from `erf` so that its gradient is the exact one too: Burn 0.21's `gelu` pairs the
-    /// exact forward with the tanh approximation's derivative (off by up to ~1e-3).
+    /// GELU, the exact form `x·Φ(x) = ½x(1 + erf(x/√2))`, as PyTorch's `"gelu"`, through
+    /// [`addnorm_kernels::gelu`] (one fused pass each way where the backend has the
+    /// kernel), with the exact gradient `Φ(x) + x·φ(x)`: Burn 0.21's `gelu` pairs the exact
+    /// forward with the tanh approximation's derivative (off by up to ~1e-3).
     #[default]
     Gelu,
     /// ReLU, as the original Transformer and PyTorch's default `"relu"`.
@@ -82,7 +84,7 @@ pub struct FeedForward<B: Backend> {
     activation: Activation,
 }
 
-impl<B: LinearBackend> FeedForward<B> {
+impl<B: LinearBackend + GeluBackend> FeedForward<B> {
     /// Applies the sublayer.
     ///
     /// # Shapes
@@ -91,18 +93,9 @@ impl<B: LinearBackend> FeedForward<B> {
     pub fn forward(&self, x: Tensor<B, 3>) -> Tensor<B, 3> {
         let hidden = linear::forward(&self.inner, x);
         let hidden = match self.activation {
-            Activation::Gelu => exact_gelu(hidden),
+            Activation::Gelu => gelu(hidden),
             Activation::Relu => Relu::new().forward(hidden),
         };
         linear::forward(&self.outer, self.dropout.forward(hidden))
     }
-}
-
-/// `½x(1 + erf(x/√2))`, differentiated exactly by autodiff.
-fn exact_gelu<B: Backend>(x: Tensor<B, 3>) -> Tensor<B, 3> {
-    (x.clone() * core::f64::consts::FRAC_1_SQRT_2)
-        .erf()
-        .add_scalar(1.0)
-        * x
-        * 0.5
 }

@@ -1,0 +1,108 @@
+//! [`GeluBackend`]: the backend extension through which addnorm's feed-forward computes
+//! its exact GELU, built as [`NormBackend`](crate::NormBackend) is: a composite default
+//! ([`super::composite`]), a `fused_*` override per backend returning `Option` (`None`
+//! falls back to the composite), and one `Autodiff` node with the analytic backward
+//! ([`super::autodiff`]).
+//!
+//! # Formula
+//! `y = x·Φ(x)`, backward `dx = dy·(Φ(x) + x·φ(x))` (Φ, φ: the standard normal CDF and
+//! density).
+//!
+//! # Shapes
+//! `x`, output, `grad_output`, dx: any shape, all the same.
+//!
+//! # Which backends are fused
+//! - `NdArray` (f32, f64): the CPU kernels of [`super::cpu`], one pass forward and one
+//!   backward, in parallel chunks.
+//! - `CubeBackend` and `Fusion<CubeBackend>`: the composite. Under `Fusion` (Burn's GPU
+//!   backends with default features) Burn already fuses its element-wise chain into one
+//!   kernel; a bare `CubeBackend` runs it op by op.
+//! - `Autodiff<B>`: one backward node when `B` is fused, else Burn's nodes op by op.
+
+use burn::tensor::backend::Backend;
+use burn::tensor::ops::FloatTensor;
+
+use crate::fused::try_fused_forward;
+
+/// The backend operations of addnorm's GELU. See the [module docs](self).
+pub trait GeluBackend: Backend {
+    /// `x·Φ(x)` on primitives: takes [`fused_gelu`](Self::fused_gelu) when the backend has
+    /// a kernel for this input and no [`ForceComposite`](crate::composite::ForceComposite)
+    /// guard is alive on this thread; otherwise [`super::composite::gelu`].
+    fn gelu_values(x: FloatTensor<Self>) -> FloatTensor<Self> {
+        if let Some(y) = try_fused_forward(|| Self::fused_gelu(&x)) {
+            return y;
+        }
+        super::composite::gelu::<Self>(x)
+    }
+
+    /// The fused forward of [`gelu_values`](Self::gelu_values); `None` when this backend
+    /// has no kernel for this input (the default).
+    ///
+    /// A backend that returns `Some` must also override
+    /// [`fused_gelu_backward`](Self::fused_gelu_backward).
+    fn fused_gelu(x: &FloatTensor<Self>) -> Option<FloatTensor<Self>> {
+        let _ = x;
+        None
+    }
+
+    /// The fused backward: `∂L/∂x` from `x` and `grad_output = ∂L/∂y`.
+    ///
+    /// # Panics
+    /// In this default, always: only a backend whose [`fused_gelu`](Self::fused_gelu)
+    /// returns `Some` is asked for it.
+    fn fused_gelu_backward(
+        x: &FloatTensor<Self>,
+        grad_output: FloatTensor<Self>,
+    ) -> FloatTensor<Self> {
+        let _ = (x, grad_output);
+        panic!(
+            "{} returned a fused GELU forward but has no fused backward: override \
+             GeluBackend::fused_gelu_backward too",
+            core::any::type_name::<Self>()
+        )
+    }
+}
+
+#[cfg(feature = "ndarray")]
+impl<E, I, Q> GeluBackend for burn::backend::NdArray<E, I, Q>
+where
+    E: burn::backend::ndarray::FloatNdArrayElement,
+    I: burn::backend::ndarray::IntNdArrayElement,
+    Q: burn::backend::ndarray::QuantElement,
+    burn::backend::ndarray::NdArrayTensor: From<burn::backend::ndarray::SharedArray<E>>,
+    burn::backend::ndarray::NdArrayTensor: From<burn::backend::ndarray::SharedArray<I>>,
+{
+    fn fused_gelu(x: &FloatTensor<Self>) -> Option<FloatTensor<Self>> {
+        super::ndarray::fused_forward(x)
+    }
+
+    fn fused_gelu_backward(
+        x: &FloatTensor<Self>,
+        grad_output: FloatTensor<Self>,
+    ) -> FloatTensor<Self> {
+        super::ndarray::fused_backward(x, grad_output)
+    }
+}
+
+/// The composite on every CubeCL backend.
+#[cfg(feature = "cubecl")]
+impl<R, F, I, BT> GeluBackend for burn_cubecl::CubeBackend<R, F, I, BT>
+where
+    R: burn_cubecl::CubeRuntime,
+    F: burn_cubecl::FloatElement,
+    I: burn_cubecl::IntElement,
+    BT: burn_cubecl::BoolElement,
+{
+}
+
+/// The composite under fusion, which fuses it into one element-wise kernel.
+#[cfg(feature = "cubecl")]
+impl<R, F, I, BT> GeluBackend for burn_fusion::Fusion<burn_cubecl::CubeBackend<R, F, I, BT>>
+where
+    R: burn_cubecl::CubeRuntime,
+    F: burn_cubecl::FloatElement,
+    I: burn_cubecl::IntElement,
+    BT: burn_cubecl::BoolElement,
+{
+}

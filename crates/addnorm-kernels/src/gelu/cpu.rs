@@ -1,0 +1,342 @@
+//! The fused CPU GELU kernels on slices: the forward in one pass over `x`, the backward in
+//! one pass over `x` and `dy`, in parallel chunks.
+//!
+//! # Formula
+//! ```text
+//! Φ(x) = ½·(1 + erf(x/√2))        φ(x) = e^(−x²/2) / √(2π)
+//! y  = x·Φ(x)                     dx = dy·(Φ(x) + x·φ(x))
+//! ```
+//!
+//! In f32, with `z = x/√2`, one `e^(−z²) = e^(−x²/2)` serves both. For `|z| ≥ 0.75`, erf
+//! comes from Abramowitz & Stegun 7.1.26, `erf(z) = 1 − (a₁t + … + a₅t⁵)·e^(−z²)` with
+//! `t = 1/(1 + p·|z|)` (odd in z), whose absolute error is below 1.5e-7 (PyTorch's
+//! vectorized CPU `erf` uses the same formula everywhere); below 0.75, where that form
+//! loses bits to rounding (3e-7 in Φ at 0), from erf's Maclaurin series to z¹⁷. Φ is then
+//! within 1.5e-7 (2.5 units in the last place) of the truth over the whole line. It is
+//! plain arithmetic with [`exp_f32`](crate::cpu::exp::exp_f32), so the loops vectorize
+//! under [`vectorized`]. In f64 the kernels call `libm`'s `erfc` (which keeps Φ's negative
+//! tail accurate) and `exp`.
+//!
+//! The backward recomputes Φ and φ from `x` rather than saving them: one pass over `x`
+//! costs less than writing and reading back a tensor of its size.
+//!
+//! # Shapes
+//! `x`, `y`, `dy`, `dx`: any number of elements, flat and contiguous.
+//!
+//! # Example
+//! ```
+//! use addnorm_kernels::gelu::cpu::{backward, forward};
+//!
+//! let x = [0.0_f64, 1.0, -1.0];
+//! let mut y = [0.0; 3];
+//! forward(&x, &mut y);
+//! assert_eq!(y[0], 0.0);
+//! assert!((y[1] - 0.841_344_746_068_542_9).abs() < 1e-15); // 1·Φ(1)
+//! assert!((y[2] + 0.158_655_253_931_457_05).abs() < 1e-15); // −1·Φ(−1)
+//!
+//! let mut dx = [0.0; 3];
+//! backward(&x, &[1.0, 1.0, 1.0], &mut dx);
+//! assert_eq!(dx[0], 0.5); // Φ(0)
+//! ```
+
+use rayon::prelude::*;
+
+use crate::cpu::dispatch::vectorized;
+use crate::cpu::real::Real;
+
+/// A task takes at least this many elements: below it, handing a chunk to rayon's pool
+/// (about 0.1 ms on the 2-core development VM) costs more than computing it.
+const MIN_TASK_ELEMENTS: usize = 1 << 15;
+
+/// Chunks are multiples of this many elements, so that no SIMD loop has a ragged tail in
+/// the middle of a call.
+const CHUNK_ALIGN: usize = 64;
+
+/// The element types with the normal distribution's `(Φ(x), φ(x))`.
+pub trait NormalCdf: Real {
+    /// `(Φ(x), φ(x))`: the standard normal CDF and density at `x` (see the
+    /// [module docs](self) for how each type computes them).
+    fn cdf_and_pdf(self) -> (Self, Self);
+}
+
+/// 1/√2.
+const FRAC_1_SQRT_2: f64 = core::f64::consts::FRAC_1_SQRT_2;
+/// 1/√(2π).
+const FRAC_1_SQRT_2PI: f64 = 0.398_942_280_401_432_7;
+
+/// Below this `|x/√2|` the f32 Φ comes from erf's Maclaurin series, above from
+/// Abramowitz & Stegun 7.1.26 (whose `1 − poly·e^(−z²)` loses bits near 0).
+const SERIES_BELOW: f32 = 0.75;
+
+impl NormalCdf for f32 {
+    #[inline(always)]
+    fn cdf_and_pdf(self) -> (f32, f32) {
+        const P: f32 = 0.327_591_1;
+        const A: [f32; 5] = [
+            0.254_829_6,
+            -0.284_496_74,
+            1.421_413_7,
+            -1.453_152_1,
+            1.061_405_4,
+        ];
+        // erf(z)·√π/2 = Σₙ (−1)ⁿ z^(2n+1) / (n!(2n+1)), n ≤ 8: below 1e-9 off at 0.75.
+        const SERIES: [f32; 9] = [
+            1.0,
+            -1.0 / 3.0,
+            1.0 / 10.0,
+            -1.0 / 42.0,
+            1.0 / 216.0,
+            -1.0 / 1320.0,
+            1.0 / 9360.0,
+            -1.0 / 75600.0,
+            1.0 / 685_440.0,
+        ];
+        let z = self * FRAC_1_SQRT_2 as f32;
+        let a = z.abs();
+        let z2 = z * z;
+        let mut series = SERIES[8];
+        for &c in SERIES[..8].iter().rev() {
+            series = c + z2 * series;
+        }
+        let near_zero = 0.5 + z * series * (core::f32::consts::FRAC_2_SQRT_PI * 0.5);
+        let t = 1.0 / (1.0 + P * a);
+        let poly = t * (A[0] + t * (A[1] + t * (A[2] + t * (A[3] + t * A[4]))));
+        // e^(−z²) = e^(−x²/2), also φ's exponential.
+        let gauss = crate::cpu::exp::exp_f32(-z2);
+        // ½·erfc(|z|) = ½·poly·e^(−z²); Φ(x) = 1 − that for x ≥ 0, that itself for x < 0.
+        let tail = 0.5 * poly * gauss;
+        let away = 0.5 + (0.5 - tail).copysign(self);
+        // Both are computed, so this is a select, not a branch.
+        let cdf = if a < SERIES_BELOW { near_zero } else { away };
+        (cdf, gauss * FRAC_1_SQRT_2PI as f32)
+    }
+}
+
+impl NormalCdf for f64 {
+    #[inline(always)]
+    fn cdf_and_pdf(self) -> (f64, f64) {
+        // erfc rather than 1 + erf, which cancels for large negative x.
+        let cdf = 0.5 * libm::erfc(-self * FRAC_1_SQRT_2);
+        (cdf, (-0.5 * self * self).exp() * FRAC_1_SQRT_2PI)
+    }
+}
+
+/// Writes `y = x·Φ(x)`.
+///
+/// # Panics
+/// If `x` and `y` differ in length.
+pub fn forward<E: NormalCdf>(x: &[E], y: &mut [E]) {
+    assert_eq!(x.len(), y.len(), "gelu forward: x and y lengths");
+    let task = |x: &[E], y: &mut [E]| {
+        vectorized(
+            #[inline(always)]
+            || {
+                for (y, &x) in y.iter_mut().zip(x) {
+                    *y = x * x.cdf_and_pdf().0;
+                }
+            },
+        )
+    };
+    match chunk_len(x.len()) {
+        None => task(x, y),
+        Some(chunk) => x
+            .par_chunks(chunk)
+            .zip(y.par_chunks_mut(chunk))
+            .for_each(|(x, y)| task(x, y)),
+    }
+}
+
+/// Writes `dx = dy·(Φ(x) + x·φ(x))`.
+///
+/// # Panics
+/// If `x`, `dy` and `dx` differ in length.
+pub fn backward<E: NormalCdf>(x: &[E], dy: &[E], dx: &mut [E]) {
+    assert!(
+        x.len() == dy.len() && x.len() == dx.len(),
+        "gelu backward: x, dy and dx lengths"
+    );
+    let task = |x: &[E], dy: &[E], dx: &mut [E]| {
+        vectorized(
+            #[inline(always)]
+            || {
+                for ((dx, &dy), &x) in dx.iter_mut().zip(dy).zip(x) {
+                    *dx = dy * derivative(x);
+                }
+            },
+        )
+    };
+    match chunk_len(x.len()) {
+        None => task(x, dy, dx),
+        Some(chunk) => x
+            .par_chunks(chunk)
+            .zip(dy.par_chunks(chunk))
+            .zip(dx.par_chunks_mut(chunk))
+            .for_each(|((x, dy), dx)| task(x, dy, dx)),
+    }
+}
+
+/// [`backward`] with `dx` written over `grad`, which holds `dy` on entry.
+///
+/// # Panics
+/// If `x` and `grad` differ in length.
+pub fn backward_in_place<E: NormalCdf>(x: &[E], grad: &mut [E]) {
+    assert_eq!(x.len(), grad.len(), "gelu backward: x and dy lengths");
+    let task = |x: &[E], grad: &mut [E]| {
+        vectorized(
+            #[inline(always)]
+            || {
+                for (g, &x) in grad.iter_mut().zip(x) {
+                    *g = *g * derivative(x);
+                }
+            },
+        )
+    };
+    match chunk_len(x.len()) {
+        None => task(x, grad),
+        Some(chunk) => x
+            .par_chunks(chunk)
+            .zip(grad.par_chunks_mut(chunk))
+            .for_each(|(x, grad)| task(x, grad)),
+    }
+}
+
+/// `GELU'(x) = Φ(x) + x·φ(x)`.
+#[inline(always)]
+fn derivative<E: NormalCdf>(x: E) -> E {
+    let (cdf, pdf) = x.cdf_and_pdf();
+    cdf + x * pdf
+}
+
+/// The chunk length that splits `len` elements over rayon's threads, or `None` when one
+/// task on the calling thread is best (a small call, or one thread).
+fn chunk_len(len: usize) -> Option<usize> {
+    let threads = rayon::current_num_threads();
+    let tasks = (len / MIN_TASK_ELEMENTS).min(threads);
+    (tasks > 1).then(|| len.div_ceil(tasks).next_multiple_of(CHUNK_ALIGN))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Φ(x) to double precision, independently of `libm`: erf's Maclaurin series for
+    /// |x/√2| ≤ 2, erfc's continued fraction beyond (no cancellation in either tail).
+    fn cdf_reference(x: f64) -> f64 {
+        let z = x / 2f64.sqrt();
+        let a = z.abs();
+        if a <= 2.0 {
+            let (mut term, mut sum, mut n) = (a, a, 0.0);
+            while term.abs() > 1e-18 * sum.abs() {
+                n += 1.0;
+                term *= -a * a / n;
+                sum += term / (2.0 * n + 1.0);
+            }
+            0.5 + (sum / core::f64::consts::PI.sqrt()).copysign(z)
+        } else {
+            // erfc(a) = e^(−a²)/√π · 1/(a + (1/2)/(a + 1/(a + (3/2)/(a + …))))
+            let mut fraction = a;
+            for k in (1..400).rev() {
+                fraction = a + (k as f64 / 2.0) / fraction;
+            }
+            let half_erfc = 0.5 * (-a * a).exp() / core::f64::consts::PI.sqrt() / fraction;
+            if z > 0.0 { 1.0 - half_erfc } else { half_erfc }
+        }
+    }
+
+    fn gelu_reference(x: f64) -> (f64, f64) {
+        let cdf = cdf_reference(x);
+        let pdf = (-0.5 * x * x).exp() / (2.0 * core::f64::consts::PI).sqrt();
+        (x * cdf, cdf + x * pdf)
+    }
+
+    fn inputs() -> Vec<f64> {
+        (-2000..=2000).map(|i| i as f64 * 0.007).collect()
+    }
+
+    #[test]
+    fn f64_kernels_match_the_series_to_double_precision() {
+        let x = inputs();
+        let mut y = vec![0.0; x.len()];
+        let mut dx = vec![0.0; x.len()];
+        forward(&x, &mut y);
+        backward(&x, &vec![1.0; x.len()], &mut dx);
+        for ((&x, &y), &d) in x.iter().zip(&y).zip(&dx) {
+            let (y_ref, d_ref) = gelu_reference(x);
+            assert!((y - y_ref).abs() <= 1e-14 * (1.0 + y_ref.abs()), "y({x})");
+            assert!((d - d_ref).abs() <= 1e-14, "dx({x})");
+        }
+    }
+
+    #[test]
+    fn f32_kernels_are_within_the_approximations_bound() {
+        let x: Vec<f32> = inputs().iter().map(|&v| v as f32).collect();
+        let mut y = vec![0.0; x.len()];
+        let mut dx = vec![0.0; x.len()];
+        forward(&x, &mut y);
+        backward(&x, &vec![1.0; x.len()], &mut dx);
+        let (mut worst_y, mut worst_dx) = (0.0_f64, 0.0_f64);
+        for ((&x, &y), &d) in x.iter().zip(&y).zip(&dx) {
+            let (y_ref, d_ref) = gelu_reference(f64::from(x));
+            // |ΔΦ| ≤ 1.5e-7 with f32 rounding: y is off by at most that times |x|.
+            worst_y = worst_y.max((f64::from(y) - y_ref).abs() / (1.0 + f64::from(x).abs()));
+            worst_dx = worst_dx.max((f64::from(d) - d_ref).abs());
+        }
+        assert!(worst_y < 2e-7, "worst |Δy|/(1+|x|) = {worst_y:e}");
+        assert!(worst_dx < 4e-7, "worst |Δdx| = {worst_dx:e}");
+    }
+
+    #[test]
+    fn limits_and_specials() {
+        let x = [
+            0.0_f32,
+            -0.0,
+            30.0,
+            -30.0,
+            f32::INFINITY,
+            f32::NAN,
+            1e-30,
+            -1e-30,
+        ];
+        let mut y = [0.0; 8];
+        let mut dx = [0.0; 8];
+        forward(&x, &mut y);
+        backward(&x, &[1.0; 8], &mut dx);
+        assert_eq!(&y[..5], &[0.0, 0.0, 30.0, 0.0, f32::INFINITY]);
+        assert_eq!(&dx[2..4], &[1.0, 0.0]);
+        assert!(y[5].is_nan() && dx[5].is_nan(), "NaN propagates");
+        assert_eq!((y[6], y[7]), (0.5e-30, -0.5e-30));
+        assert_eq!(dx[0], 0.5);
+    }
+
+    /// Every path (serial, chunked over threads, in place) computes the same bits.
+    #[test]
+    fn chunked_and_in_place_paths_agree_with_the_serial_one() {
+        let len = 5 * MIN_TASK_ELEMENTS + 77;
+        let x: Vec<f32> = (0..len).map(|i| ((i as f32) * 0.013).sin() * 4.0).collect();
+        let dy: Vec<f32> = (0..len).map(|i| ((i as f32) * 0.007).cos()).collect();
+        let mut y = vec![0.0; len];
+        let mut dx = vec![0.0; len];
+        forward(&x, &mut y);
+        backward(&x, &dy, &mut dx);
+        let mut in_place = dy.clone();
+        backward_in_place(&x, &mut in_place);
+        assert_eq!(dx, in_place);
+        for i in (0..len).step_by(997) {
+            let mut y1 = [0.0];
+            let mut dx1 = [0.0];
+            forward(&x[i..=i], &mut y1);
+            backward(&x[i..=i], &dy[i..=i], &mut dx1);
+            assert_eq!((y1[0], dx1[0]), (y[i], dx[i]), "element {i}");
+        }
+    }
+
+    #[test]
+    fn chunks_are_aligned_and_cover_the_call() {
+        assert_eq!(chunk_len(1000), None);
+        if rayon::current_num_threads() > 1 {
+            let chunk = chunk_len(10 * MIN_TASK_ELEMENTS + 3).expect("split");
+            assert_eq!(chunk % CHUNK_ALIGN, 0);
+            assert!(chunk * rayon::current_num_threads() >= 10 * MIN_TASK_ELEMENTS + 3);
+        }
+    }
+}
