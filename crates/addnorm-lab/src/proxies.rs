@@ -10,6 +10,8 @@
 //!             handed λ / lr_peak, crate::train::TrainConfig::burn_weight_decay)
 //! variants    baseline        over the LR grid 3e-4 … 3e-1 (×√10 apart, 7 points)
 //!             qk-layernorm    the same, with separate LayerNorms on queries and keys
+//!             long-warm-up    qk-layernorm with `long_warmup` of the steps as warm-up
+//!                             (§3.2.1), same total steps; when `long_warmup > 0`
 //!             no-decay        λ = 0, QK-layernorm, one high LR         (output logits)
 //!             no-decay+z-loss the same, plus 1e-4 · mean(log² Z)
 //! measured    final validation loss, ℓ₀ (the initial one), the largest attention logit
@@ -40,6 +42,8 @@ pub enum ProxyVariant {
     NoDecay,
     /// QK-layernorm, no weight decay, z-loss 1e-4.
     NoDecayZLoss,
+    /// QK-layernorm with a longer warm-up ([`ProxyConfig::long_warmup`] of the steps).
+    LongWarmup,
 }
 
 impl ProxyVariant {
@@ -50,6 +54,7 @@ impl ProxyVariant {
             ProxyVariant::QkLayernorm => "qk-layernorm",
             ProxyVariant::NoDecay => "no-decay",
             ProxyVariant::NoDecayZLoss => "no-decay+z-loss",
+            ProxyVariant::LongWarmup => "qk-layernorm+long-warm-up",
         }
     }
 
@@ -83,20 +88,36 @@ pub struct ProxyConfig {
     pub weight_decay: f64,
     /// The z-loss coefficient.
     pub z_loss: f64,
+    /// The long-warm-up variant's warm-up, as a fraction of the steps (the others take
+    /// [`ProxyConfig::WARMUP`]); 0 leaves the variant out.
+    #[serde(default)]
+    pub long_warmup: f64,
     /// The backend.
     pub backend: Kind,
 }
 
 impl ProxyConfig {
+    /// The warm-up of every variant but the long-warm-up one, as a fraction of the steps:
+    /// Wortsman et al.'s 5e3 of 1e5 steps.
+    pub const WARMUP: f64 = 0.05;
+
+    /// The variants run over the LR grid: the baseline, QK-layernorm, and the long warm-up
+    /// when [`long_warmup`](Self::long_warmup) is set.
+    pub fn grid_variants(&self) -> Vec<ProxyVariant> {
+        let mut variants = vec![ProxyVariant::Baseline, ProxyVariant::QkLayernorm];
+        if self.long_warmup > 0.0 {
+            variants.push(ProxyVariant::LongWarmup);
+        }
+        variants
+    }
+
     /// Every run: (variant, LR, seed), LR grid variants first.
     pub fn runs(&self) -> Vec<(ProxyVariant, f64, u64)> {
-        let grid = [ProxyVariant::Baseline, ProxyVariant::QkLayernorm]
-            .into_iter()
-            .flat_map(|v| {
-                self.learning_rates
-                    .iter()
-                    .flat_map(move |&lr| self.seeds.iter().map(move |&s| (v, lr, s)))
-            });
+        let grid = self.grid_variants().into_iter().flat_map(|v| {
+            self.learning_rates
+                .iter()
+                .flat_map(move |&lr| self.seeds.iter().map(move |&s| (v, lr, s)))
+        });
         let z = [ProxyVariant::NoDecay, ProxyVariant::NoDecayZLoss]
             .into_iter()
             .flat_map(|v| {
@@ -119,7 +140,12 @@ impl ProxyConfig {
         )
         .with_qk_norm(variant.qk_layernorm().then(|| NormKind::Layer.config()))
         .with_separate_qk_norms(variant.qk_layernorm());
-        let decayed = matches!(variant, ProxyVariant::Baseline | ProxyVariant::QkLayernorm);
+        let decayed = !matches!(variant, ProxyVariant::NoDecay | ProxyVariant::NoDecayZLoss);
+        let warmup = if variant == ProxyVariant::LongWarmup {
+            self.long_warmup
+        } else {
+            Self::WARMUP
+        };
         let z_loss = if variant == ProxyVariant::NoDecayZLoss {
             self.z_loss
         } else {
@@ -127,7 +153,7 @@ impl ProxyConfig {
         };
         TrainConfig::for_task(self.task, model)
             .with_learning_rate(lr)
-            .with_warmup_steps(self.steps / 20)
+            .with_warmup_steps((warmup * self.steps as f64).round() as usize)
             .with_steps(self.steps)
             .with_batch_size(self.batch_size)
             .with_beta_2(0.95)
@@ -171,5 +197,60 @@ impl ProxyRun {
     /// The mean log Z of the last evaluation (NaN if none).
     pub fn final_log_z(&self) -> f64 {
         self.run.evaluations.last().map_or(f64::NAN, |e| e.log_z)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::task::TaskKind;
+
+    fn config(long_warmup: f64) -> ProxyConfig {
+        ProxyConfig {
+            task: Task::new(TaskKind::Markov, 8, 16),
+            d_model: 32,
+            n_heads: 2,
+            depth: 2,
+            learning_rates: vec![1e-3, 1e-2],
+            z_loss_learning_rate: 1e-2,
+            seeds: vec![0, 1],
+            steps: 300,
+            batch_size: 8,
+            weight_decay: 1e-4,
+            z_loss: 1e-4,
+            long_warmup,
+            backend: Kind::Ndarray,
+        }
+    }
+
+    #[test]
+    fn the_long_warm_up_variant_runs_the_grid_with_its_own_warm_up_only_when_set() {
+        let without = config(0.0);
+        assert_eq!(without.runs().len(), 2 * 2 * 2 + 2 * 2);
+        assert!(
+            without
+                .runs()
+                .iter()
+                .all(|r| r.0 != ProxyVariant::LongWarmup)
+        );
+        let with = config(0.25);
+        let long: Vec<_> = with
+            .runs()
+            .into_iter()
+            .filter(|r| r.0 == ProxyVariant::LongWarmup)
+            .collect();
+        assert_eq!(long.len(), 2 * 2);
+        let train = |v, lr| with.train_config(v, lr, 0);
+        assert_eq!(train(ProxyVariant::LongWarmup, 1e-2).warmup_steps, 75);
+        assert_eq!(train(ProxyVariant::QkLayernorm, 1e-2).warmup_steps, 15);
+        // Everything else is QK-layernorm's: decay, steps, the model.
+        let (a, b) = (
+            train(ProxyVariant::LongWarmup, 1e-2),
+            train(ProxyVariant::QkLayernorm, 1e-2),
+        );
+        assert_eq!(
+            (a.weight_decay, a.steps, a.model.separate_qk_norms),
+            (b.weight_decay, b.steps, true)
+        );
     }
 }

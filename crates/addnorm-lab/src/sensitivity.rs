@@ -137,6 +137,7 @@ mod tests {
             steps_to_99_exact: None,
             initial_loss: 2.0,
             losses: vec![],
+            grad_norms: vec![],
             evaluations: vec![],
         }
     }

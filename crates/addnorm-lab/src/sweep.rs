@@ -96,6 +96,9 @@ pub struct SweepRun {
     pub initial_loss: f64,
     /// Training losses, every step.
     pub losses: Vec<f64>,
+    /// Global gradient norms before clipping, every step.
+    #[serde(default)]
+    pub grad_norms: Vec<f64>,
     /// The initial evaluation (step 0), then every evaluation of the run.
     #[serde(default)]
     pub evaluations: Vec<Evaluation>,
@@ -232,13 +235,17 @@ pub fn summarize(config: &TrainConfig, norm: NormKind, summary: &TrainSummary) -
         final_token_accuracy: last.map_or(0.0, |e| e.accuracy.token),
         final_exact_accuracy: last.map_or(0.0, |e| e.accuracy.exact),
         steps_to_99_exact: summary.steps_to_99_exact,
-        initial_loss: summary.initial_evaluation.map_or(first_loss, |e| e.loss),
+        initial_loss: summary
+            .initial_evaluation
+            .as_ref()
+            .map_or(first_loss, |e| e.loss),
         losses: summary.losses.clone(),
+        grad_norms: summary.grad_norms.clone(),
         evaluations: summary
             .initial_evaluation
             .iter()
             .chain(&summary.evaluations)
-            .copied()
+            .cloned()
             .collect(),
     }
 }

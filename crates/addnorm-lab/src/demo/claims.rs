@@ -1,6 +1,6 @@
 //! A published claim as the demo checks it ([`Claim`]), the helpers its statistics share,
-//! and the list of every claim, by source: `xiong` (Xiong et al. 2020),
-//! `wortsman` (Wortsman et al. 2023) and `deepnet` (Wang et al. 2022).
+//! and the list of every claim, by source: `xiong` (Xiong et al. 2020), `peri_ln` (Kim et
+//! al. 2025), `wortsman` (Wortsman et al. 2023) and `deepnet` (Wang et al. 2022).
 //!
 //! ```text
 //! geometric mean   GM(v) = exp(mean(ln vᵢ)) over the positive vᵢ
@@ -95,9 +95,10 @@ pub(super) fn success_rate(
 }
 
 /// Every claim the demo checks, in report order: Xiong et al. (Theorem 1, Fig. 3,
-/// Lemma 2, §3.2), Wortsman et al., DeepNet.
+/// Lemma 2, §3.2), Peri-LN, Wortsman et al., DeepNet.
 pub fn evaluate_claims(report: &DemoReport) -> Vec<Claim> {
     let mut claims = super::xiong::claims(report);
+    claims.extend(super::peri_ln::claims(report));
     claims.extend(super::wortsman::claims(report));
     claims.extend(super::deepnet::claims(report));
     claims

@@ -1,7 +1,7 @@
 //! `report.md`: the claims table with settings, intervals and notes; experiment A's slopes
 //! and plots; Fig. 3 as published; experiment B's table (success rate, mean exact
-//! accuracy, divergences, median steps to 99% exact); experiment C's loss-vs-LR table and
-//! plots; experiment D's model-update table and plot.
+//! accuracy, divergences, median steps to 99% exact) and its Pre-LN/Peri-LN plot;
+//! experiment C's loss-vs-LR table and plots; experiment D's model-update table and plot.
 //!
 //! # Shapes
 //! Not applicable: text.
@@ -95,20 +95,31 @@ pub fn markdown(report: &DemoReport) -> String {
         }
     }
     let _ = writeln!(s, "\n![loss curves](loss_curves.png)\n");
+    let _ = writeln!(
+        s,
+        "Pre-LN against Peri-LN (Kim et al. 2025) in the runs above without warm-up: the \
+         residual stream after training, and the gradient norm over training.\n\n\
+         ![Peri-LN](peri_ln.png)\n"
+    );
     s.push_str(&proxies_section(report));
     s.push_str(&model_update_section(report));
     s
 }
 
-/// Experiment C: ℓ(η) and the peak attention logit per LR, both variants.
+/// Experiment C: ℓ(η) of every LR-grid variant and the peak attention logit per LR.
 fn proxies_section(report: &DemoReport) -> String {
     let c = &report.config.proxies;
+    let curves = super::wortsman::lr_curves(report);
+    let names: String = curves
+        .iter()
+        .map(|(v, _)| format!(" ℓ(η) {} |", v.name()))
+        .collect();
     let mut s = format!(
         "## C. Small-scale proxies (Wortsman et al. 2023)\n\nMarkov language ({} symbols, \
          {} positions; context-free loss {:.3}, floor {:.3}), Pre-LN d = {}, {} layers, \
-         {} steps, AdamW β₂ 0.95, clipping 1, independent decay {:e}, warm-up 5%.\n\n\
-         | LR | ℓ(η) baseline | ℓ(η) QK-layernorm | peak logit baseline | peak logit QK-layernorm |\n\
-         |---|---|---|---|---|\n",
+         {} steps, AdamW β₂ 0.95, clipping 1, independent decay {:e}, warm-up 5% (the long \
+         warm-up variant: {:.0}%).\n\n\
+         | LR |{names} peak logit baseline | peak logit qk-layernorm |\n|---|{}---|---|\n",
         c.task.symbols,
         c.task.seq_len(),
         c.task.context_free_loss().unwrap_or(f64::NAN),
@@ -116,9 +127,10 @@ fn proxies_section(report: &DemoReport) -> String {
         c.d_model,
         c.depth,
         c.steps,
-        c.weight_decay
+        c.weight_decay,
+        100.0 * c.long_warmup,
+        "---|".repeat(curves.len())
     );
-    let [(_, base), (_, qk)] = super::wortsman::lr_curves(report);
     let peak = |v: ProxyVariant, lr: f64| {
         geometric_mean(
             report
@@ -129,11 +141,13 @@ fn proxies_section(report: &DemoReport) -> String {
         )
     };
     for (i, &lr) in c.learning_rates.iter().enumerate() {
+        let losses: String = curves
+            .iter()
+            .map(|(_, l)| format!(" {:.3} |", l[i]))
+            .collect();
         let _ = writeln!(
             s,
-            "| {lr:e} | {:.3} | {:.3} | {:.1} | {:.1} |",
-            base[i],
-            qk[i],
+            "| {lr:e} |{losses} {:.1} | {:.1} |",
             peak(ProxyVariant::Baseline, lr),
             peak(ProxyVariant::QkLayernorm, lr)
         );

@@ -7,15 +7,17 @@
 //! Fig. 3   expected-gradient norms of W₁, W₂ per layer, L = 6, K = 32, 10 seeds, Xavier
 //!          W^Q/W^K; the same at L = 12, 24, 48 as an extension
 //! Lemma 2  Pre-LN residual growth, ReLU, d_ff = d, one head, W^Q = W^K = 0, 10 seeds
-//! B        training        the five pairs × warm-up {0, 100} × seeds at LR 1e-2, depth 6
-//! C        proxies         Wortsman et al. 2023 on the Markov language (crate::proxies)
+//! B        training        the five pairs × warm-up {0, 100} × seeds at LR 1e-2, depth 6,
+//!                          and Peri-LN and ReZero without warm-up
+//! C        proxies         Wortsman et al. 2023 on the Markov language (crate::proxies),
+//!                          with §3.2.1's long warm-up
 //! D        model update    DeepNet Fig. 5, Post-LN vs DeepNorm, 6–96 layers
-//! claims   23, each with its source, setting, measured value, 95% interval and verdict
+//! claims   28, each with its source, setting, measured value, 95% interval and verdict
 //! ```
 //!
-//! Outputs in `--out`: `config.json`, `demo.json`, `report.md`, eight PNG plots
+//! Outputs in `--out`: `config.json`, `demo.json`, `report.md`, nine PNG plots
 //! (`gradient_per_layer`, `last_layer_vs_depth`, `loss_curves`, `residual_growth`,
-//! `figure_3`, `lr_sensitivity`, `attention_logits`, `model_update`), one JSON file per
+//! `figure_3`, `peri_ln`, `lr_sensitivity`, `attention_logits`, `model_update`), one JSON file per
 //! part ([`parts`]), and one run directory per training run of B and C under `runs/`.
 //! [`config::Profile`] picks the quick (5 minutes on 2 cores) or the `--full` profile.
 //!
@@ -28,8 +30,8 @@
 //! finished. Within a process, `--jobs` runs (and probe cells) go at once.
 //!
 //! One concept per file: [`config`] (what runs), [`parts`] (the claimed JSON parts),
-//! [`claims`] (a claim and the list of all), `xiong`, `wortsman` and `deepnet` (each
-//! paper's claims and statistics), [`report`] (what `demo.json` holds), [`driver`] (the
+//! [`claims`] (a claim and the list of all), `xiong`, `peri_ln`, `wortsman` and `deepnet`
+//! (each paper's claims and statistics), [`report`] (what `demo.json` holds), [`driver`] (the
 //! worker that runs it), [`plots`], `plots_study` and [`markdown`] (how it is shown).
 //!
 //! # Shapes
@@ -42,6 +44,7 @@ mod deepnet;
 pub mod driver;
 pub mod markdown;
 pub mod parts;
+mod peri_ln;
 pub mod plots;
 mod plots_study;
 pub mod report;

@@ -26,6 +26,7 @@ pub fn draw_plots(report: &DemoReport, out: &Path) -> Result<(), LabError> {
     loss_curves(report, out)?;
     residual_growth(report, out)?;
     super::plots_study::figure_3(report, out)?;
+    super::plots_study::peri_ln(report, out)?;
     super::plots_study::lr_sensitivity(report, out)?;
     super::plots_study::attention_logits(report, out)?;
     super::plots_study::model_update(report, out)

@@ -1,8 +1,11 @@
-//! The plots of the study's newer parts: Fig. 3 as published, experiment C's LR curves and
-//! attention logits, experiment D's model update against depth.
+//! The plots of the study's newer parts: Fig. 3 as published, Pre-LN against Peri-LN in
+//! experiment B, experiment C's LR curves and attention logits, experiment D's model
+//! update against depth.
 //!
 //! ```text
 //! figure_3.png           GM_seeds ‖E ∇W^(l)‖ against l (W₁, W₂), Post and Pre, L = 6
+//! peri_ln.png            rms(x_l) against l after training (GM over seeds), and the mean
+//!                        ‖g‖ against step, Pre-LN and Peri-LN at B's LR without warm-up
 //! lr_sensitivity.png     ℓ(η) against η (log), baseline and QK-layernorm, floor dashed
 //! attention_logits.png   max attention logit against step (log), both variants, top LRs
 //! model_update.png       ‖ΔF‖ after the first step against N (log-log), Post and DeepNorm;
@@ -19,6 +22,7 @@ use addnorm::nn::Placement;
 use super::plots::layer_series;
 use super::report::DemoReport;
 use crate::error::LabError;
+use crate::grid::NormKind;
 use crate::plot::{Chart, Series, save_png};
 use crate::proxies::ProxyVariant;
 
@@ -47,6 +51,77 @@ pub(super) fn figure_3(report: &DemoReport, out: &Path) -> Result<(), LabError> 
         440,
     )
 }
+
+/// `peri_ln.png`: Pre-LN against Peri-LN in B's no-warm-up runs, the residual stream
+/// after training and the gradient norm over training.
+pub(super) fn peri_ln(report: &DemoReport, out: &Path) -> Result<(), LabError> {
+    let placements = [Placement::Pre, Placement::Peri];
+    let first = report.config.warmups.first().copied().unwrap_or(0);
+    let runs = |p: Placement| -> Vec<&crate::sweep::SweepRun> {
+        report
+            .runs
+            .iter()
+            .filter(|r| r.placement == p && r.norm == NormKind::Layer && r.warmup == first)
+            .collect()
+    };
+    let residual = Chart {
+        title: "residual stream after training (Kim et al. 2025)".into(),
+        x_label: "l (0: embeddings)".into(),
+        y_label: "rms(x_l), GM over seeds".into(),
+        log_y: true,
+        series: placements
+            .iter()
+            .enumerate()
+            .map(|(i, &p)| {
+                let group = runs(p);
+                let profile = super::claims::per_layer_gm(&group, |r| {
+                    r.evaluations.last().map_or(&EMPTY, |e| &e.residual_rms)
+                });
+                Series {
+                    label: format!("{p}-layer"),
+                    points: profile
+                        .into_iter()
+                        .enumerate()
+                        .map(|(l, v)| (l as f64, v))
+                        .collect(),
+                    color: i,
+                    dashed: false,
+                }
+            })
+            .collect(),
+        ..Chart::default()
+    };
+    let gradients = Chart {
+        title: "global gradient norm during training".into(),
+        x_label: "step".into(),
+        y_label: "‖g‖ before clipping, mean over seeds".into(),
+        log_y: true,
+        series: placements
+            .iter()
+            .enumerate()
+            .map(|(i, &p)| {
+                let group = runs(p);
+                let len = group.iter().map(|r| r.grad_norms.len()).min().unwrap_or(0);
+                Series {
+                    label: format!("{p}-layer"),
+                    points: (0..len)
+                        .map(|t| {
+                            let values: Vec<f64> = group.iter().map(|r| r.grad_norms[t]).collect();
+                            ((t + 1) as f64, crate::stats::mean(&values))
+                        })
+                        .collect(),
+                    color: i,
+                    dashed: false,
+                }
+            })
+            .collect(),
+        ..Chart::default()
+    };
+    save_png(&out.join("peri_ln.png"), &[residual, gradients], 640, 440)
+}
+
+/// An empty profile, for runs recorded before the residual stream was measured.
+static EMPTY: Vec<f64> = Vec::new();
 
 /// `lr_sensitivity.png`: the loss-vs-LR curves.
 pub(super) fn lr_sensitivity(report: &DemoReport, out: &Path) -> Result<(), LabError> {

@@ -30,6 +30,9 @@ pub struct CheckpointIndex {
     pub dir: String,
     /// The training loss of every step taken.
     pub losses: Vec<f64>,
+    /// The global gradient norm of every step taken, before clipping.
+    #[serde(default)]
+    pub grad_norms: Vec<f64>,
     /// Every evaluation so far.
     pub evaluations: Vec<Evaluation>,
 }

@@ -76,7 +76,7 @@ pub struct StepRow<'a> {
     /// Its global gradient norm (before clipping).
     pub grad_norm: f64,
     /// The validation metrics after it, on evaluation steps.
-    pub evaluation: Option<Evaluation>,
+    pub evaluation: Option<&'a Evaluation>,
     /// Per-layer gradient norms and the forward's statistics, on statistics steps.
     pub stats: Option<(&'a [[f64; 6]], &'a StackStats)>,
 }

@@ -30,6 +30,7 @@ struct History {
     initial: Evaluation,
     start: usize,
     losses: Vec<f64>,
+    grad_norms: Vec<f64>,
     evaluations: Vec<Evaluation>,
     last_checkpoint: Option<usize>,
 }
@@ -64,6 +65,7 @@ fn evaluate<B: NormAutodiffBackend>(
             .iter()
             .copied()
             .fold(f64::NEG_INFINITY, f64::max),
+        residual_rms: stats.residual_rms,
         accuracy: accuracy(logits, targets, mask),
     }
 }
@@ -181,9 +183,10 @@ fn start_or_resume<B: NormAutodiffBackend>(
     // The initial model depends on the seed alone, so ℓ₀ is recomputed on a resume.
     let initial = evaluate(&model, validation, 0);
     let fresh = History {
-        initial,
+        initial: initial.clone(),
         start: 0,
         losses: vec![],
+        grad_norms: vec![],
         evaluations: vec![],
         last_checkpoint: None,
     };
@@ -211,6 +214,7 @@ fn start_or_resume<B: NormAutodiffBackend>(
                 initial,
                 start: index.step,
                 losses: index.losses,
+                grad_norms: index.grad_norms,
                 evaluations: index.evaluations,
                 last_checkpoint: Some(index.step),
             };
@@ -273,18 +277,19 @@ where
         };
         let done = step + 1;
         history.losses.push(measured.loss);
+        history.grad_norms.push(measured.grad_norm);
         let evaluation = (done % config.eval_every.max(1) == 0 || done == config.steps)
             .then(|| evaluate(&model, &validation, done));
-        history.evaluations.extend(evaluation);
         let row = StepRow {
             step,
             lr,
             loss: measured.loss,
             grad_norm: measured.grad_norm,
-            evaluation,
+            evaluation: evaluation.as_ref(),
             stats: measured.stats.as_ref().map(|(n, s)| (n.as_slice(), s)),
         };
         metrics.push(&row.to_csv(config.model.n_layers))?;
+        history.evaluations.extend(evaluation);
         show_progress(&bar, &history, &measured, done, started);
         if done % config.checkpoint_every.max(1) == 0 || done == config.steps {
             metrics.flush()?;
@@ -292,6 +297,7 @@ where
                 step: done,
                 dir: checkpoint::dir_name(done),
                 losses: history.losses.clone(),
+                grad_norms: history.grad_norms.clone(),
                 evaluations: history.evaluations.clone(),
             };
             checkpoint::save(out, &model, &optimizer, index)?;
@@ -339,6 +345,7 @@ fn summarize(history: History, diverged: Option<Divergence>, wall_seconds: f64) 
         initial_evaluation: Some(history.initial),
         evaluations: history.evaluations,
         losses: history.losses,
+        grad_norms: history.grad_norms,
         wall_seconds,
         steps_per_second: (steps_completed - history.start.min(steps_completed)) as f64
             / wall_seconds.max(1e-9),

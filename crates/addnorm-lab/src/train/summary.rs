@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use crate::loss::Accuracy;
 
 /// Validation metrics.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct Evaluation {
     /// The step after which it was measured (number of optimizer steps taken).
     pub step: usize,
@@ -23,6 +23,10 @@ pub struct Evaluation {
     /// The largest attention logit of any layer on the validation batch.
     #[serde(default)]
     pub max_attention_logit: f64,
+    /// `√(mean(x_l²))` of the residual stream on the validation batch: the embeddings x₀,
+    /// then each block's output (N + 1 values; empty in runs recorded before it existed).
+    #[serde(default)]
+    pub residual_rms: Vec<f64>,
 }
 
 /// Why a run stopped early.
@@ -52,6 +56,10 @@ pub struct TrainSummary {
     pub steps_to_99_exact: Option<usize>,
     /// The training loss of every completed step.
     pub losses: Vec<f64>,
+    /// The global gradient norm of every completed step, before clipping (empty in runs
+    /// recorded before it existed).
+    #[serde(default)]
+    pub grad_norms: Vec<f64>,
     /// Wall-clock seconds of this invocation's steps.
     pub wall_seconds: f64,
     /// Steps per second of this invocation.
