@@ -32,7 +32,7 @@ use crate::sweep::SweepRun;
 const SOURCE: &str = "Kim et al. 2025 (Peri-LN), abstract";
 
 /// The no-warm-up LayerNorm runs of `placement`, in seed order.
-fn runs_of(report: &DemoReport, placement: Placement) -> Vec<&SweepRun> {
+pub(super) fn runs_of(report: &DemoReport, placement: Placement) -> Vec<&SweepRun> {
     let first = report.config.warmups.first().copied().unwrap_or(0);
     let mut runs: Vec<&SweepRun> = report
         .runs

@@ -22,7 +22,6 @@ use addnorm::nn::Placement;
 use super::plots::layer_series;
 use super::report::DemoReport;
 use crate::error::LabError;
-use crate::grid::NormKind;
 use crate::plot::{Chart, Series, save_png};
 use crate::proxies::ProxyVariant;
 
@@ -56,14 +55,7 @@ pub(super) fn figure_3(report: &DemoReport, out: &Path) -> Result<(), LabError> 
 /// after training and the gradient norm over training.
 pub(super) fn peri_ln(report: &DemoReport, out: &Path) -> Result<(), LabError> {
     let placements = [Placement::Pre, Placement::Peri];
-    let first = report.config.warmups.first().copied().unwrap_or(0);
-    let runs = |p: Placement| -> Vec<&crate::sweep::SweepRun> {
-        report
-            .runs
-            .iter()
-            .filter(|r| r.placement == p && r.norm == NormKind::Layer && r.warmup == first)
-            .collect()
-    };
+    let runs = |p| super::peri_ln::runs_of(report, p);
     let residual = Chart {
         title: "residual stream after training (Kim et al. 2025)".into(),
         x_label: "l (0: embeddings)".into(),
