@@ -25,7 +25,7 @@ use crate::task::{Task, TaskKind};
 use crate::train::TrainConfig;
 
 /// How much the demo runs: `Quick` fits in 5 minutes on 2 cores; `Full` runs more seeds
-/// and longer proxies (about an hour on 2 cores).
+/// and longer proxies (about 12 minutes on 2 cores).
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum Profile {
