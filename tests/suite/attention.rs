@@ -336,10 +336,9 @@ fn cube_backend_without_fusion_agrees() {
     type Cube = burn::backend::Autodiff<
         burn::backend::wgpu::CubeBackend<burn::backend::wgpu::WgpuRuntime, f32, i32, u32>,
     >;
-    if !crate::common::gpu_available(addnorm::backend::Kind::Wgpu, module_path!()) {
+    let Some(device) = crate::common::wgpu_device(module_path!()) else {
         return;
-    }
-    let device = addnorm::backend::wgpu::device();
+    };
     for (i, (shape, heads)) in [([2, 17, 32], 2), ([1, 70, 64], 8), ([3, 1, 12], 3)]
         .into_iter()
         .enumerate()
@@ -393,10 +392,9 @@ fn cube_backend_without_fusion_agrees() {
 fn cube_kernels_take_f16_and_fall_back_past_their_limits() {
     use burn::tensor::{DType, backend::Backend};
     type Ad = addnorm::backend::wgpu::AutodiffBackend;
-    if !crate::common::gpu_available(addnorm::backend::Kind::Wgpu, module_path!()) {
+    let Some(device) = crate::common::wgpu_device(module_path!()) else {
         return;
-    }
-    let device = addnorm::backend::wgpu::device();
+    };
     let run = |inputs: &Inputs, dtype: DType| {
         let [q, k, v, dout] = &inputs.qkv_dout;
         let leaf = |x: &Vec<f64>| {

@@ -76,6 +76,16 @@ pub fn gpu_available(kind: addnorm::backend::Kind, test: &str) -> bool {
     false
 }
 
+/// The wgpu device for `test`, or `None` (after [`gpu_available`]'s `SKIPPED` line, or its
+/// panic under `ADDNORM_REQUIRE_GPU=wgpu`) when this machine cannot run wgpu. Every test
+/// that needs a wgpu device takes it from here or from [`on_every_backend!`]: constructing
+/// one directly panics inside cubecl-wgpu on a machine without a Vulkan loader
+/// (`guard::no_test_builds_a_gpu_device_by_itself` checks the sources for that).
+#[cfg(feature = "wgpu")]
+pub fn wgpu_device(test: &str) -> Option<burn::backend::wgpu::WgpuDevice> {
+    gpu_available(addnorm::backend::Kind::Wgpu, test).then(addnorm::backend::wgpu::device)
+}
+
 /// The values of a tensor as f64, whatever its element type.
 pub fn values<B: Backend, const D: usize>(t: Tensor<B, D>) -> Vec<f64> {
     t.into_data()

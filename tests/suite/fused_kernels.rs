@@ -451,8 +451,11 @@ fn autodiff_ndarray_takes_the_fused_path() {
 #[cfg(feature = "wgpu")]
 #[test]
 fn autodiff_wgpu_takes_the_fused_path() {
-    use addnorm::backend::wgpu::{AutodiffBackend, device};
-    assert_takes_the_fused_path::<AutodiffBackend>(&device());
+    use addnorm::backend::wgpu::AutodiffBackend;
+    let Some(device) = crate::common::wgpu_device(module_path!()) else {
+        return;
+    };
+    assert_takes_the_fused_path::<AutodiffBackend>(&device);
 }
 
 /// `CubeBackend<WgpuRuntime>` without Burn's fusion: what `burn::backend::Wgpu` is when
@@ -474,7 +477,9 @@ type CubeWgpu = burn::backend::Autodiff<
 #[test]
 fn cube_backend_without_fusion_agrees() {
     use addnorm_kernels::fused::fused_calls;
-    let device = addnorm::backend::wgpu::device();
+    let Some(device) = crate::common::wgpu_device(module_path!()) else {
+        return;
+    };
     let before = fused_calls();
     let n = 7;
     for (spec, gamma, beta) in every_variant(n) {
@@ -535,7 +540,9 @@ fn cube_backend_half_precision_agrees() {
     use addnorm_kernels::fused::fused_calls;
     use burn::tensor::DType;
     type Ad = addnorm::backend::wgpu::AutodiffBackend;
-    let device = addnorm::backend::wgpu::device();
+    let Some(device) = crate::common::wgpu_device(module_path!()) else {
+        return;
+    };
     if !<Ad as Backend>::supports_dtype(&device, DType::F16) {
         eprintln!("skipped: this wgpu adapter has no f16");
         return;

@@ -11,6 +11,7 @@ mod block_stack;
 mod common;
 mod fused_kernels;
 mod gelu;
+mod gpu_guard;
 mod linear;
 mod norm_errors;
 mod norm_gradcheck;

@@ -1,0 +1,92 @@
+//! The GPU guard holds: no test builds a GPU device by itself.
+//!
+//! On a machine with no Vulkan loader (or no NVIDIA driver), constructing a wgpu or CUDA
+//! device panics inside cubecl. Every test that needs one must go through
+//! [`crate::common::gpu_available`] (via [`crate::on_every_backend!`] or
+//! [`crate::common::wgpu_device`]), which prints `SKIPPED …` and returns instead.
+//! `.ci/run` proves this at run time by running the test command with the loader hidden;
+//! this test catches a new escape at review time, on any machine.
+
+use std::path::{Path, PathBuf};
+
+/// Ways a test could build a GPU device without the guard.
+const DIRECT: [&str; 5] = [
+    "backend::wgpu::device()",
+    "backend::cuda::device()",
+    "WgpuDevice::default()",
+    "CudaDevice::default()",
+    "WgpuDevice::DefaultDevice",
+];
+
+/// The guarded accessors, the only files allowed to name a device constructor.
+const GUARD: &str = "tests/suite/common.rs";
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// Every direct device construction in `files`, as `path:line: text`.
+fn escapes(root: &Path, files: &[PathBuf]) -> Vec<String> {
+    let mut found = Vec::new();
+    for file in files {
+        let relative = file.strip_prefix(root).unwrap_or(file);
+        if relative == Path::new(GUARD) || relative == Path::new(file!()) {
+            continue;
+        }
+        let text = std::fs::read_to_string(file).expect("read a test source");
+        for (i, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or("");
+            if DIRECT.iter().any(|pattern| code.contains(pattern)) {
+                found.push(format!("{}:{}: {}", relative.display(), i + 1, line.trim()));
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn no_test_builds_a_gpu_device_by_itself() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    for dir in ["tests", "crates/addnorm-lab/tests"] {
+        rust_files(&root.join(dir), &mut files);
+    }
+    assert!(files.len() > 10, "found only {} test sources", files.len());
+    let found = escapes(root, &files);
+    assert!(
+        found.is_empty(),
+        "tests build a GPU device outside the guard (use common::wgpu_device or \
+         on_every_backend!):\n{}",
+        found.join("\n")
+    );
+}
+
+/// The scan itself finds a direct construction (so the test above can fail).
+#[test]
+fn the_scan_finds_a_direct_device() {
+    let dir = std::env::temp_dir().join(format!("addnorm-guard-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("escape.rs");
+    std::fs::write(
+        &file,
+        "// WgpuDevice::default() in a comment is fine\n\
+         let device = addnorm::backend::wgpu::device();\n",
+    )
+    .unwrap();
+    let found = escapes(&dir, std::slice::from_ref(&file));
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(
+        found,
+        ["escape.rs:2: let device = addnorm::backend::wgpu::device();"]
+    );
+}
