@@ -13,7 +13,7 @@ use super::config::label;
 use super::report::DemoReport;
 use crate::error::LabError;
 use crate::grid::NormKind;
-use crate::plot::{Band, Chart, Series, save_png};
+use crate::plot::{Band, Chart, Figure, Series, Values};
 use crate::sweep::SweepRun;
 
 /// Writes every plot of `report` into `out`.
@@ -21,15 +21,22 @@ use crate::sweep::SweepRun;
 /// # Errors
 /// If a PNG cannot be written.
 pub fn draw_plots(report: &DemoReport, out: &Path) -> Result<(), LabError> {
-    gradient_per_layer(report, out)?;
-    last_layer_vs_depth(report, out)?;
-    loss_curves(report, out)?;
-    residual_growth(report, out)?;
-    super::plots_study::figure_3(report, out)?;
-    super::plots_study::peri_ln(report, out)?;
-    super::plots_study::lr_sensitivity(report, out)?;
-    super::plots_study::attention_logits(report, out)?;
-    super::plots_study::model_update(report, out)
+    figures(report).iter().try_for_each(|f| f.save(out))
+}
+
+/// Every plot of `report`, in the order the report shows them.
+pub fn figures(report: &DemoReport) -> Vec<Figure> {
+    vec![
+        gradient_per_layer(report),
+        last_layer_vs_depth(report),
+        loss_curves(report),
+        residual_growth(report),
+        super::plots_study::figure_3(report),
+        super::plots_study::peri_ln(report),
+        super::plots_study::lr_sensitivity(report),
+        super::plots_study::attention_logits(report),
+        super::plots_study::model_update(report),
+    ]
 }
 
 /// A per-layer profile as a solid line over layers 1..=L.
@@ -59,13 +66,14 @@ fn probed(report: &DemoReport) -> Vec<(Placement, NormKind)> {
 
 /// `gradient_per_layer.png`: experiment A's one-batch per-layer profiles, shallowest and
 /// deepest.
-fn gradient_per_layer(report: &DemoReport, out: &Path) -> Result<(), LabError> {
+fn gradient_per_layer(report: &DemoReport) -> Figure {
     let config = &report.config;
     let probed = probed(report);
     let per_layer = |depth: usize| Chart {
         title: format!("‖∂L/∂W₂^(l)‖ at initialization, L = {depth}"),
         x_label: "layer l".into(),
-        y_label: "gradient norm".into(),
+        x_values: Values::Integer,
+        y_label: "‖∂L/∂W₂^(l)‖_F (L in nats)".into(),
         log_y: true,
         series: probed
             .iter()
@@ -81,19 +89,19 @@ fn gradient_per_layer(report: &DemoReport, out: &Path) -> Result<(), LabError> {
         ..Chart::default()
     };
     let depths = &config.probe.depths;
-    save_png(
-        &out.join("gradient_per_layer.png"),
-        &[
+    Figure {
+        file: "gradient_per_layer.png",
+        charts: vec![
             per_layer(depths[0]),
             per_layer(*depths.last().unwrap_or(&depths[0])),
         ],
-        640,
-        440,
-    )
+        width_each: 640,
+        height: 440,
+    }
 }
 
 /// `last_layer_vs_depth.png`: Theorem 1's slopes with reference slopes 0 and −½.
-fn last_layer_vs_depth(report: &DemoReport, out: &Path) -> Result<(), LabError> {
+fn last_layer_vs_depth(report: &DemoReport) -> Figure {
     let probed = probed(report);
     let mut series: Vec<Series> = vec![];
     for (i, &(p, n)) in probed.iter().enumerate() {
@@ -111,7 +119,7 @@ fn last_layer_vs_depth(report: &DemoReport, out: &Path) -> Result<(), LabError> 
             });
         }
     }
-    for (slope, anchor, color) in [(0.0, Placement::Post, 7), (-0.5, Placement::Pre, 7)] {
+    for (slope, anchor, color) in [(0.0, Placement::Post, 7), (-0.5, Placement::Pre, 5)] {
         if let Some(fit) = report
             .probe
             .slopes
@@ -131,32 +139,43 @@ fn last_layer_vs_depth(report: &DemoReport, out: &Path) -> Result<(), LabError> 
             });
         }
     }
-    save_png(
-        &out.join("last_layer_vs_depth.png"),
-        &[Chart {
+    Figure {
+        file: "last_layer_vs_depth.png",
+        charts: vec![Chart {
             title: "Last layer's ‖∂L/∂W₂‖ against depth (Theorem 1)".into(),
-            x_label: "depth L".into(),
-            y_label: "gradient norm".into(),
+            x_label: "depth L (layers)".into(),
+            x_values: Values::Integer,
+            x_ticks: Some(
+                report
+                    .config
+                    .probe
+                    .depths
+                    .iter()
+                    .map(|&d| d as f64)
+                    .collect(),
+            ),
+            y_label: "‖∂L/∂W₂^(L)‖_F (L in nats)".into(),
             log_x: true,
             log_y: true,
             series,
             ..Chart::default()
         }],
-        760,
-        480,
-    )
+        width_each: 760,
+        height: 480,
+    }
 }
 
 /// `loss_curves.png`: experiment B's mean training loss, one chart per warm-up.
-fn loss_curves(report: &DemoReport, out: &Path) -> Result<(), LabError> {
+fn loss_curves(report: &DemoReport) -> Figure {
     let config = &report.config;
     let curves = |warmup: usize| Chart {
         title: format!(
             "training loss, LR {:e}, warm-up {warmup}",
             config.learning_rate
         ),
-        x_label: "step".into(),
-        y_label: "loss (mean over seeds)".into(),
+        x_label: "training step".into(),
+        x_values: Values::Integer,
+        y_label: "training loss (nats, mean over seeds)".into(),
         log_y: true,
         series: config
             .training_pairs()
@@ -187,20 +206,20 @@ fn loss_curves(report: &DemoReport, out: &Path) -> Result<(), LabError> {
             .collect(),
         ..Chart::default()
     };
-    save_png(
-        &out.join("loss_curves.png"),
-        &config
+    Figure {
+        file: "loss_curves.png",
+        charts: config
             .warmups
             .iter()
             .map(|&w| curves(w))
             .collect::<Vec<_>>(),
-        640,
-        440,
-    )
+        width_each: 640,
+        height: 440,
+    }
 }
 
 /// `residual_growth.png`: experiment A's residual mean square against Lemma 2's band.
-fn residual_growth(report: &DemoReport, out: &Path) -> Result<(), LabError> {
+fn residual_growth(report: &DemoReport) -> Figure {
     let config = &report.config;
     let deepest = *config.probe.depths.last().unwrap_or(&1);
     let ms = |p, n| {
@@ -245,12 +264,13 @@ fn residual_growth(report: &DemoReport, out: &Path) -> Result<(), LabError> {
         color: 6,
         dashed: true,
     });
-    save_png(
-        &out.join("residual_growth.png"),
-        &[Chart {
+    Figure {
+        file: "residual_growth.png",
+        charts: vec![Chart {
             title: format!("residual stream E‖x_l‖²/d at initialization, L = {deepest}"),
-            x_label: "layer l".into(),
-            y_label: "E‖x_l‖²/d".into(),
+            x_label: "layer l (0: embeddings)".into(),
+            x_values: Values::Integer,
+            y_label: "E‖x_l‖²/d (per feature)".into(),
             series: growth,
             bands: vec![Band {
                 label: "Lemma 2: 1 + l/2 … 1 + 3l/2".into(),
@@ -260,7 +280,7 @@ fn residual_growth(report: &DemoReport, out: &Path) -> Result<(), LabError> {
             }],
             ..Chart::default()
         }],
-        760,
-        480,
-    )
+        width_each: 760,
+        height: 480,
+    }
 }

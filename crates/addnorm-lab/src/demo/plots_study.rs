@@ -15,23 +15,21 @@
 //! # Shapes
 //! Not applicable: charts of the report's series.
 
-use std::path::Path;
-
 use addnorm::nn::Placement;
 
 use super::plots::layer_series;
 use super::report::DemoReport;
-use crate::error::LabError;
-use crate::plot::{Chart, Series, save_png};
+use crate::plot::{Chart, Figure, Series, Values};
 use crate::proxies::ProxyVariant;
 
 /// `figure_3.png`: the two FFN weights' expected-gradient profiles at the paper's depth.
-pub(super) fn figure_3(report: &DemoReport, out: &Path) -> Result<(), LabError> {
+pub(super) fn figure_3(report: &DemoReport) -> Figure {
     let depth = report.config.figure_3.depths[0];
     let chart = |weight: usize, name: &str| Chart {
         title: format!("‖E ∇{name}^(l)‖ at init, L = {depth} (Xiong Fig. 3)"),
         x_label: "layer l".into(),
-        y_label: "norm of the expected gradient".into(),
+        x_values: Values::Integer,
+        y_label: "‖E ∇W^(l)‖_F (L in nats)".into(),
         log_y: true,
         series: [Placement::Post, Placement::Pre]
             .iter()
@@ -43,23 +41,24 @@ pub(super) fn figure_3(report: &DemoReport, out: &Path) -> Result<(), LabError> 
             .collect(),
         ..Chart::default()
     };
-    save_png(
-        &out.join("figure_3.png"),
-        &[chart(0, "W₁"), chart(1, "W₂")],
-        640,
-        440,
-    )
+    Figure {
+        file: "figure_3.png",
+        charts: vec![chart(0, "W₁"), chart(1, "W₂")],
+        width_each: 640,
+        height: 440,
+    }
 }
 
 /// `peri_ln.png`: Pre-LN against Peri-LN in B's no-warm-up runs, the residual stream
 /// after training and the gradient norm over training.
-pub(super) fn peri_ln(report: &DemoReport, out: &Path) -> Result<(), LabError> {
+pub(super) fn peri_ln(report: &DemoReport) -> Figure {
     let placements = [Placement::Pre, Placement::Peri];
     let runs = |p| super::peri_ln::runs_of(report, p);
     let residual = Chart {
         title: "residual stream after training (Kim et al. 2025)".into(),
-        x_label: "l (0: embeddings)".into(),
-        y_label: "rms(x_l), GM over seeds".into(),
+        x_label: "layer l (0: embeddings)".into(),
+        x_values: Values::Integer,
+        y_label: "rms(x_l) per feature, GM over seeds".into(),
         log_y: true,
         series: placements
             .iter()
@@ -85,8 +84,9 @@ pub(super) fn peri_ln(report: &DemoReport, out: &Path) -> Result<(), LabError> {
     };
     let gradients = Chart {
         title: "global gradient norm during training".into(),
-        x_label: "step".into(),
-        y_label: "‖g‖ before clipping, mean over seeds".into(),
+        x_label: "training step".into(),
+        x_values: Values::Integer,
+        y_label: "‖g‖₂ before clipping, mean over seeds".into(),
         log_y: true,
         series: placements
             .iter()
@@ -109,14 +109,19 @@ pub(super) fn peri_ln(report: &DemoReport, out: &Path) -> Result<(), LabError> {
             .collect(),
         ..Chart::default()
     };
-    save_png(&out.join("peri_ln.png"), &[residual, gradients], 640, 440)
+    Figure {
+        file: "peri_ln.png",
+        charts: vec![residual, gradients],
+        width_each: 640,
+        height: 440,
+    }
 }
 
 /// An empty profile, for runs recorded before the residual stream was measured.
 static EMPTY: Vec<f64> = Vec::new();
 
 /// `lr_sensitivity.png`: the loss-vs-LR curves.
-pub(super) fn lr_sensitivity(report: &DemoReport, out: &Path) -> Result<(), LabError> {
+pub(super) fn lr_sensitivity(report: &DemoReport) -> Figure {
     let c = &report.config.proxies;
     let mut series: Vec<Series> = super::wortsman::lr_curves(report)
         .into_iter()
@@ -147,23 +152,24 @@ pub(super) fn lr_sensitivity(report: &DemoReport, out: &Path) -> Result<(), LabE
             dashed: true,
         });
     }
-    save_png(
-        &out.join("lr_sensitivity.png"),
-        &[Chart {
+    Figure {
+        file: "lr_sensitivity.png",
+        charts: vec![Chart {
             title: "final validation loss against LR (Wortsman et al. 2023)".into(),
-            x_label: "peak learning rate".into(),
-            y_label: "ℓ(η): mean over seeds, diverged = ℓ₀".into(),
+            x_label: "peak learning rate η".into(),
+            x_ticks: Some(c.learning_rates.clone()),
+            y_label: "validation loss ℓ(η) (nats; diverged = ℓ₀)".into(),
             log_x: true,
             series,
             ..Chart::default()
         }],
-        760,
-        480,
-    )
+        width_each: 760,
+        height: 480,
+    }
 }
 
 /// `attention_logits.png`: the largest attention logit against step at the two top LRs.
-pub(super) fn attention_logits(report: &DemoReport, out: &Path) -> Result<(), LabError> {
+pub(super) fn attention_logits(report: &DemoReport) -> Figure {
     let c = &report.config.proxies;
     let top: Vec<f64> = c.learning_rates.iter().rev().take(2).copied().collect();
     let mut series = vec![];
@@ -194,28 +200,36 @@ pub(super) fn attention_logits(report: &DemoReport, out: &Path) -> Result<(), La
             });
         }
     }
-    save_png(
-        &out.join("attention_logits.png"),
-        &[Chart {
+    Figure {
+        file: "attention_logits.png",
+        charts: vec![Chart {
             title: "largest attention logit during training (Wortsman et al. Fig. 2)".into(),
-            x_label: "step".into(),
-            y_label: "max attention logit (GM over seeds)".into(),
+            x_label: "training step".into(),
+            x_values: Values::Integer,
+            y_label: "max attention logit q·k/√d_h (GM over seeds)".into(),
             log_y: true,
             series,
             ..Chart::default()
         }],
-        760,
-        480,
-    )
+        width_each: 760,
+        height: 480,
+    }
 }
 
 /// `model_update.png`: the early model update against depth, and over the first steps.
-pub(super) fn model_update(report: &DemoReport, out: &Path) -> Result<(), LabError> {
+pub(super) fn model_update(report: &DemoReport) -> Figure {
     let placements = [Placement::Post, Placement::DeepNorm];
     let against_depth = Chart {
         title: "‖ΔF‖ after the first step against depth (DeepNet Fig. 5)".into(),
-        x_label: "layers N".into(),
-        y_label: "model update (GM over seeds)".into(),
+        x_label: "depth N (layers)".into(),
+        x_values: Values::Integer,
+        x_ticks: Some(
+            super::deepnet::last_update_profile(report, Placement::Post)
+                .iter()
+                .map(|&(n, _)| n)
+                .collect(),
+        ),
+        y_label: "‖ΔF‖ (GM over seeds)".into(),
         log_x: true,
         log_y: true,
         series: placements
@@ -232,8 +246,9 @@ pub(super) fn model_update(report: &DemoReport, out: &Path) -> Result<(), LabErr
     };
     let over_steps = Chart {
         title: "‖ΔF‖ over the first steps (solid Post-LN, dashed DeepNorm)".into(),
-        x_label: "step".into(),
-        y_label: "model update (GM over seeds)".into(),
+        x_label: "training step".into(),
+        x_values: Values::Integer,
+        y_label: "‖ΔF‖ (GM over seeds)".into(),
         log_y: true,
         series: placements
             .iter()
@@ -255,10 +270,10 @@ pub(super) fn model_update(report: &DemoReport, out: &Path) -> Result<(), LabErr
             .collect(),
         ..Chart::default()
     };
-    save_png(
-        &out.join("model_update.png"),
-        &[against_depth, over_steps],
-        640,
-        440,
-    )
+    Figure {
+        file: "model_update.png",
+        charts: vec![against_depth, over_steps],
+        width_each: 640,
+        height: 440,
+    }
 }

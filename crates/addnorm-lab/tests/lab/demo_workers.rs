@@ -17,7 +17,7 @@ use super::{TempDir, addnorm, stderr};
 /// The demo's parts and claims on models small enough for a test: 5 pairs × 2 depths × 2
 /// seeds probed, 5 pairs × 2 seeds trained for 20 steps, and every other part shrunk the
 /// same way (widths 16, a few steps, 2 or 3 seeds).
-fn tiny_demo() -> DemoConfig {
+pub(super) fn tiny_demo() -> DemoConfig {
     let mut config = DemoConfig::quick(addnorm::backend::Kind::Ndarray, 0).with_seeds(2);
     config.probe.task = Task::new(TaskKind::Reverse, 3, 5);
     config.probe.depths = vec![2, 4];
