@@ -17,7 +17,8 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use addnorm::backend::Kind;
-use indicatif::{ProgressBar, ProgressStyle};
+
+use crate::progress::Progress;
 
 /// How many runs go at once, and how many rayon threads each run gets.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -51,32 +52,15 @@ impl JobPlan {
     }
 }
 
-/// A progress bar over `len` runs: runs done / total, elapsed time and ETA; hidden unless
-/// `visible`.
-pub fn runs_bar(len: usize, label: &str, visible: bool) -> ProgressBar {
-    counted_bar(len, label, " runs, ETA {eta}", visible)
+/// Progress over `len` runs: a bar with runs done / total, elapsed time and ETA on a
+/// terminal, a line every tenth off one ([`Progress`]); hidden unless `visible`.
+pub fn runs_bar(len: usize, label: &str, visible: bool) -> Progress {
+    Progress::new(len, label, "runs", visible)
 }
 
-/// A progress bar over `len` independent jobs, labelled `label`; hidden unless `visible`.
-pub fn job_bar(len: usize, label: &str, visible: bool) -> ProgressBar {
-    counted_bar(len, label, "", visible)
-}
-
-/// A progress bar over `len` items: `label`, elapsed time, the bar, `done/len`, then
-/// `counts` (more indicatif fields, such as `" runs, ETA {eta}"`) and the message; hidden
-/// unless `visible`.
-fn counted_bar(len: usize, label: &str, counts: &str, visible: bool) -> ProgressBar {
-    if !visible {
-        return ProgressBar::hidden();
-    }
-    let bar = ProgressBar::new(len as u64);
-    bar.set_style(
-        ProgressStyle::with_template(&format!(
-            "{label} [{{elapsed_precise}}] {{bar:28.cyan/blue}} {{pos}}/{{len}}{counts} {{msg}}"
-        ))
-        .expect("valid template"),
-    );
-    bar
+/// Progress over `len` independent jobs, labelled `label`; hidden unless `visible`.
+pub fn job_bar(len: usize, label: &str, visible: bool) -> Progress {
+    Progress::new(len, label, "jobs", visible)
 }
 
 /// [`run_jobs`] with a progress bar labelled `label` (hidden unless `visible`) whose

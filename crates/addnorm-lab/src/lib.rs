@@ -33,6 +33,7 @@ pub mod merge;
 pub mod model_update;
 pub mod plot;
 pub mod probe;
+pub mod progress;
 pub mod proxies;
 pub mod report;
 pub mod resources;

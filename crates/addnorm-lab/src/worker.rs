@@ -43,10 +43,13 @@ pub enum RunState {
     Held(String, Holder),
 }
 
-/// Says on standard output which runs this worker trained (a worker's log, and how the
-/// tests check that every run is trained once).
+/// With `ADDNORM_LOG_RUNS=1`, says on standard output which runs this worker trained: a
+/// worker's log on a shared directory (and how the tests check that every run is trained
+/// once). Off by default: a demo trains hundreds of runs, and the progress lines count them.
 fn log_trained(name: &str) {
-    println!("trained {name}");
+    if std::env::var_os("ADDNORM_LOG_RUNS").is_some_and(|v| v == "1") {
+        println!("trained {name}");
+    }
 }
 
 /// The claim protocol for any part `name` of a shared `out`: nothing to do if `is_done`;

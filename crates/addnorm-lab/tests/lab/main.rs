@@ -11,6 +11,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 mod demo_workers;
+mod plots;
+mod readme;
 mod study;
 mod workers;
 

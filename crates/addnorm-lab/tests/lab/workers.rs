@@ -57,7 +57,9 @@ fn tiny_sweep(out: &Path, steps: usize, grid: &Grid, extra: &[&str]) -> Vec<Stri
 }
 
 fn sweep(out: &Path, steps: usize, grid: &Grid, extra: &[&str]) -> String {
-    let output = addnorm(&tiny_sweep(out, steps, grid, extra));
+    let output = spawn_sweep(out, steps, grid, extra)
+        .wait_with_output()
+        .expect("the worker ends");
     assert_eq!(output.status.code(), Some(0), "stderr: {}", stderr(&output));
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
@@ -65,6 +67,7 @@ fn sweep(out: &Path, steps: usize, grid: &Grid, extra: &[&str]) -> String {
 fn spawn_sweep(out: &Path, steps: usize, grid: &Grid, extra: &[&str]) -> std::process::Child {
     Command::new(env!("CARGO_BIN_EXE_addnorm"))
         .args(tiny_sweep(out, steps, grid, extra))
+        .env("ADDNORM_LOG_RUNS", "1")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()

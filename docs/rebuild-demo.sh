@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Rebuilds docs/demo/ (the README's plots and the full report) from a fresh run of the
+# README's main command, and the README's generated facts (seeds, jobs, wall time, claims
+# reproduced) from that run. Run it from the repository root on an otherwise idle machine:
+#
+#   bash docs/rebuild-demo.sh            # the default demo, as `cargo run --release -- demo`
+#   bash docs/rebuild-demo.sh --full     # extra flags go to `addnorm demo`
+#
+# It leaves the run in runs/docs-demo and commits nothing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=runs/docs-demo
+rm -rf "$out"
+cargo build --release --bin addnorm
+log=$(mktemp)
+target/release/addnorm demo --out "$out" "$@" 2>&1 | tee "$log"
+line=$(grep -E '^[0-9]+/[0-9]+ claims reproduced in [0-9]+ s' "$log" | tail -1)
+seeds=$(sed -n 's/.*Seeds \[\([^]]*\)\].*/\1/p' "$out/report.md" | head -1 | tr ',' '\n' | grep -c .)
+cores=$(nproc)
+mkdir -p docs/demo
+rm -f docs/demo/*.png
+cp "$out"/*.png "$out/report.md" docs/demo/
+generated="Last rebuilt on $(date -u +%Y-%m-%d) by \`bash docs/rebuild-demo.sh${*:+ $*}\` on $cores cores: \
+$seeds seeds; ${line%%. Report*}. The full report: [docs/demo/report.md](docs/demo/report.md)."
+awk -v text="$generated" '
+  /<!-- rebuild-demo: begin -->/ { print; print text; skip = 1; next }
+  /<!-- rebuild-demo: end -->/ { skip = 0 }
+  !skip { print }
+' README.md > README.md.new
+mv README.md.new README.md
+echo "docs/demo/ and README.md rebuilt: $generated"
