@@ -2,7 +2,7 @@
 //! differentiates, under `Autodiff<B>`) on every backend.
 //!
 //! # Formulas
-//! See [`crate::spec`]. The centred statistics are computed in two passes around a per-row
+//! See [`super::spec`]. The centred statistics are computed in two passes around a per-row
 //! pivot (the row's first element):
 //!
 //! ```text
@@ -23,78 +23,18 @@
 //! narrowed back at the end; f32 and f64 stay as they are.
 //!
 //! # Forcing this path
-//! [`NormBackend::norm_rows`](crate::NormBackend::norm_rows) takes a backend's fused kernel
-//! when it has one. A [`ForceComposite`] guard sends every call made on its thread down
-//! this path instead, for as long as it lives: to compare the two, or to rule the kernels
-//! out while debugging.
-//!
-//! ```
-//! use addnorm_kernels::composite::{ForceComposite, is_forced};
-//!
-//! assert!(!is_forced());
-//! {
-//!     let _composite = ForceComposite::new();
-//!     assert!(is_forced());
-//! }
-//! assert!(!is_forced());
-//! ```
-
-use std::cell::Cell;
-use std::marker::PhantomData;
+//! [`RowNormBackend::norm_rows`](super::RowNormBackend::norm_rows) takes a backend's fused
+//! kernel when it has one; a [`ForceComposite`](crate::composite::ForceComposite) guard
+//! sends its calls here instead.
 
 use burn::tensor::{DType, Tensor, backend::Backend};
 
-use crate::spec::{Centering, EpsilonPlacement, RowNormSpec};
+use super::spec::{Centering, EpsilonPlacement, RowNormSpec};
 
 /// Added under the square root of `σ` when ε is added to the standard deviation, so that a
 /// constant row (σ² = 0) has a finite derivative `∂σ/∂σ² = 1 / (2√(σ² + δ))` instead of
 /// `0 · ∞ = NaN`. At 1e-30 it is below the resolution of any variance that matters.
 pub const STD_FLOOR: f64 = 1e-30;
-
-thread_local! {
-    /// How many [`ForceComposite`] guards are alive on this thread.
-    static FORCED: Cell<usize> = const { Cell::new(0) };
-}
-
-/// While a `ForceComposite` lives, `NormBackend::norm_rows` calls made on the thread that
-/// created it take the composite path even where a fused kernel exists. Guards nest.
-///
-/// It is thread-local (and so neither `Send` nor `Sync`) so that concurrent tests or
-/// workers are not affected. Only the forward decides: a graph recorded on the composite
-/// path is differentiated op by op, one recorded on the fused path by the fused backward,
-/// whenever `backward()` runs.
-#[derive(Debug)]
-pub struct ForceComposite {
-    /// Keeps the guard on the thread whose counter it raised.
-    _not_send: PhantomData<*const ()>,
-}
-
-impl ForceComposite {
-    /// Starts forcing the composite path on this thread, until the guard is dropped.
-    pub fn new() -> Self {
-        FORCED.with(|forced| forced.set(forced.get() + 1));
-        Self {
-            _not_send: PhantomData,
-        }
-    }
-}
-
-impl Default for ForceComposite {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl Drop for ForceComposite {
-    fn drop(&mut self) {
-        FORCED.with(|forced| forced.set(forced.get() - 1));
-    }
-}
-
-/// Whether a [`ForceComposite`] guard is alive on this thread.
-pub fn is_forced() -> bool {
-    FORCED.with(|forced| forced.get() > 0)
-}
 
 /// Whether the statistics of a tensor of this dtype are computed in f32.
 pub fn widens_to_f32(dtype: DType) -> bool {

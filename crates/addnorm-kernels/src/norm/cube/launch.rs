@@ -13,14 +13,14 @@
 
 use burn::tensor::{DType, Shape, TensorMetadata, ops::FloatTensorOps};
 use burn_cubecl::{
-    BoolElement, CubeBackend, CubeRuntime, FloatElement, IntElement,
-    ops::numeric::empty_device_contiguous_dtype, tensor::CubeTensor,
+    BoolElement, CubeBackend, CubeRuntime, FloatElement, IntElement, tensor::CubeTensor,
 };
 use cubecl::prelude::*;
 
 use super::kernels;
-use crate::cpu::plan::RowPlan;
-use crate::spec::RowNormSpec;
+use crate::cube::launch::{empty_like, supports};
+use crate::norm::cpu::plan::RowPlan;
+use crate::norm::spec::RowNormSpec;
 
 /// The most units a cube gets: enough to saturate a row of 1024 features with 4 loads per
 /// unit, and within every runtime's limit (llvmpipe and Metal included).
@@ -35,12 +35,6 @@ const MAX_BACKWARD_CUBES: usize = 512;
 
 /// The largest cube count per grid dimension that every runtime accepts.
 const MAX_GRID_DIM: usize = 65_535;
-
-/// Whether the kernels take tensors of this dtype: the float types they can widen to f32
-/// without loss. f64 stays on the composite path, so it keeps its precision.
-pub fn supports(dtype: DType) -> bool {
-    matches!(dtype, DType::F32 | DType::F16 | DType::BF16 | DType::Flex32)
-}
 
 /// The per-call constants every kernel launch shares: the CPU kernels' [`RowPlan`] (the
 /// spec's constants for rows of `n`, in f32) plus the launch geometry.
@@ -60,11 +54,6 @@ impl LaunchPlan {
             row: RowPlan::new(spec, n),
         }
     }
-}
-
-/// A contiguous tensor of `shape` and `dtype` on `like`'s device; its content is undefined.
-fn empty_like<R: CubeRuntime>(like: &CubeTensor<R>, shape: Shape, dtype: DType) -> CubeTensor<R> {
-    empty_device_contiguous_dtype::<R>(like.client.clone(), like.device.clone(), shape, dtype)
 }
 
 /// The dtype the kernels read γ and β in: theirs (they must agree), or x's without them.

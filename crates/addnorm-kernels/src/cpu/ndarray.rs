@@ -1,0 +1,205 @@
+//! The `NdArray` glue every op's CPU kernels share: the named bound of the `NdArray`
+//! backends ([`NdArrayBackend`]), reading and writing their tensors as slices
+//! (`NdArrayReal`), reshaping without a copy, and writing a gradient over the incoming one
+//! (`with_gradient_buffer`).
+//!
+//! Each op's own glue (`crate::norm::ndarray`, `crate::attention::ndarray`,
+//! `crate::linear::ndarray`, `crate::gelu::ndarray`) picks the element type from the
+//! tensors' runtime dtype (f32 or f64; anything else goes back to the composite path) and
+//! calls its kernels through these.
+//!
+//! # Shapes
+//! Any: a tensor is read as its elements in row-major order (a transposed or sliced view is
+//! gathered first).
+
+use std::borrow::Cow;
+
+use burn::backend::NdArray;
+use burn::backend::ndarray::{
+    FloatNdArrayElement, IntNdArrayElement, NdArrayTensor, QuantElement, SharedArray,
+};
+use burn::tensor::backend::Backend;
+
+use super::memory::zeroed_output;
+use super::real::Real;
+
+/// Every `NdArray<E, I, Q>`, named once: the bound of the ops' `NdArray` impls
+/// (`impl<B: NdArrayBackend> GeluBackend for B`), which would otherwise each repeat
+/// burn-ndarray's five-line `where` clause (the element traits of `E`, `I`, `Q` and
+/// `NdArrayTensor: From<SharedArray<E>> + From<SharedArray<I>>`). It says what the impls
+/// rely on: the float primitive is an [`NdArrayTensor`].
+///
+/// Implemented for every `NdArray<E, I, Q>` and nothing else; no other type needs it.
+pub trait NdArrayBackend: Backend<FloatTensorPrimitive = NdArrayTensor> {}
+
+impl<E, I, Q> NdArrayBackend for NdArray<E, I, Q>
+where
+    E: FloatNdArrayElement,
+    I: IntNdArrayElement,
+    Q: QuantElement,
+    NdArrayTensor: From<SharedArray<E>>,
+    NdArrayTensor: From<SharedArray<I>>,
+{
+}
+
+/// The element types with an `NdArrayTensor` variant.
+pub(crate) trait NdArrayReal: Real {
+    /// The tensor's elements in row-major order, borrowed when they already are, or `None`
+    /// when the tensor holds another dtype.
+    fn elements(tensor: &NdArrayTensor) -> Option<Cow<'_, [Self]>>;
+    /// A new tensor of `shape` from row-major `values`.
+    fn tensor(values: Vec<Self>, shape: Vec<usize>) -> NdArrayTensor;
+    /// The tensor's array when this is its only reference and it is in standard layout, so
+    /// a kernel may overwrite it; `Err(tensor)` otherwise.
+    fn take_unique(tensor: NdArrayTensor) -> Result<SharedArray<Self>, NdArrayTensor>;
+    /// The tensor holding `array`.
+    fn from_array(array: SharedArray<Self>) -> NdArrayTensor;
+}
+
+macro_rules! ndarray_real {
+    ($ty:ty, $variant:ident) => {
+        impl NdArrayReal for $ty {
+            fn elements(tensor: &NdArrayTensor) -> Option<Cow<'_, [Self]>> {
+                let NdArrayTensor::$variant(storage) = tensor else {
+                    return None;
+                };
+                let view = storage.view();
+                Some(match view.to_slice() {
+                    Some(contiguous) => Cow::Borrowed(contiguous),
+                    None => Cow::Owned(view.iter().copied().collect()),
+                })
+            }
+
+            fn tensor(values: Vec<Self>, shape: Vec<usize>) -> NdArrayTensor {
+                SharedArray::<$ty>::from_shape_vec(shape, values)
+                    .expect("the kernel writes exactly rows × n values")
+                    .into()
+            }
+
+            fn take_unique(tensor: NdArrayTensor) -> Result<SharedArray<Self>, NdArrayTensor> {
+                match tensor {
+                    NdArrayTensor::$variant(storage)
+                        if storage.is_unique() && storage.view().is_standard_layout() =>
+                    {
+                        Ok(storage.into_shared())
+                    }
+                    other => Err(other),
+                }
+            }
+
+            fn from_array(array: SharedArray<Self>) -> NdArrayTensor {
+                array.into()
+            }
+        }
+    };
+}
+
+ndarray_real!(f32, F32);
+ndarray_real!(f64, F64);
+
+/// `x` reshaped to `shape` without copying, when it is an f32 or f64 tensor in standard
+/// layout (row-major, contiguous): only the dimensions change. `Err(x)` otherwise.
+///
+/// # Panics
+/// If `shape` does not hold as many elements as `x`.
+pub(crate) fn reshape_without_copy(
+    x: NdArrayTensor,
+    shape: &burn::tensor::Shape,
+) -> Result<NdArrayTensor, NdArrayTensor> {
+    macro_rules! reshaped {
+        ($storage:expr) => {{
+            let array = $storage.into_shared();
+            let from = array.shape().to_vec();
+            array
+                .into_shape_with_order(shape.as_slice())
+                .unwrap_or_else(|e| panic!("reshape {from:?} to {shape:?}: {e}"))
+                .into()
+        }};
+    }
+    match x {
+        NdArrayTensor::F32(storage) if storage.view().is_standard_layout() => {
+            Ok(reshaped!(storage))
+        }
+        NdArrayTensor::F64(storage) if storage.view().is_standard_layout() => {
+            Ok(reshaped!(storage))
+        }
+        other => Err(other),
+    }
+}
+
+/// Runs a backward kernel with dx written over dy (`in_place`) when `grad_output` is the
+/// only reference to a standard-layout `E` array: the usual case in a backward pass, and no
+/// allocation of dx's size. Otherwise `separate` reads dy and writes a fresh buffer.
+/// Returns dx as a tensor of `shape` (which holds as many elements as dy), and what the
+/// kernel returned.
+///
+/// # Panics
+/// With the message `wrong_dtype` makes when `grad_output` does not hold `E` values.
+pub(crate) fn with_gradient_buffer<E: NdArrayReal, R>(
+    grad_output: NdArrayTensor,
+    shape: Vec<usize>,
+    wrong_dtype: impl FnOnce(&NdArrayTensor) -> String,
+    in_place: impl FnOnce(&mut [E]) -> R,
+    separate: impl FnOnce(&[E], &mut [E]) -> R,
+) -> (NdArrayTensor, R) {
+    match E::take_unique(grad_output) {
+        Ok(mut grad) => {
+            let values = grad
+                .as_slice_mut()
+                .expect("a standard-layout array is one slice");
+            let result = in_place(values);
+            let grad = grad
+                .into_shape_with_order(shape)
+                .expect("dx holds as many elements as dy");
+            (E::from_array(grad), result)
+        }
+        Err(grad_output) => {
+            let dy = E::elements(&grad_output)
+                .unwrap_or_else(|| panic!("{}", wrong_dtype(&grad_output)));
+            let mut dx = zeroed_output(shape.iter().product());
+            let result = separate(&dy, &mut dx);
+            (E::tensor(dx, shape), result)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use burn::tensor::{Shape, Tensor, TensorData, TensorMetadata};
+
+    use super::*;
+
+    fn data_pointer(tensor: &NdArrayTensor) -> *const f32 {
+        match tensor {
+            NdArrayTensor::F32(storage) => storage.view().as_ptr(),
+            other => panic!("expected f32, got {:?}", other.dtype()),
+        }
+    }
+
+    #[test]
+    fn contiguous_reshape_keeps_the_buffer_and_views_fall_back() {
+        let device = Default::default();
+        let values: Vec<f32> = (0..24).map(|v| v as f32).collect();
+        let x =
+            Tensor::<NdArray, 3>::from_data(TensorData::new(values.clone(), [2, 3, 4]), &device);
+        let primitive = x.clone().into_primitive().tensor();
+        let before = data_pointer(&primitive);
+        let reshaped = reshape_without_copy(primitive, &Shape::new([6, 4]))
+            .unwrap_or_else(|_| panic!("a contiguous tensor must reshape in place"));
+        assert_eq!(
+            data_pointer(&reshaped),
+            before,
+            "the reshape copied the buffer"
+        );
+        assert_eq!(reshaped.shape(), Shape::new([6, 4]));
+        let back =
+            Tensor::<NdArray, 2>::from_primitive(burn::tensor::TensorPrimitive::Float(reshaped));
+        assert_eq!(back.into_data().to_vec::<f32>().unwrap(), values);
+
+        let transposed = x.swap_dims(1, 2).into_primitive().tensor();
+        assert!(
+            reshape_without_copy(transposed, &Shape::new([6, 4])).is_err(),
+            "a transposed view has no row-major reshape without a copy"
+        );
+    }
+}
