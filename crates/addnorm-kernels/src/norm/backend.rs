@@ -1,7 +1,7 @@
 //! [`RowNormBackend`]: the backend extension through which addnorm's norms compute.
 //!
 //! It follows Burn's backend-extension pattern: a trait over `Backend` whose methods take
-//! and return float primitives. Its default methods are the [composite](super::composite)
+//! and return float primitives. Its default methods are the [`composite`]
 //! reference, so a backend opts in with an empty impl and gets correct forward and
 //! backward passes from Burn's own ops. A backend with a fused kernel overrides the method.
 //! Model code does not name it: it bounds its backend by
