@@ -40,7 +40,7 @@ use addnorm::nn::{LayerNormConfig, RmsNormConfig};
 use addnorm_kernels::NormAutodiffBackend;
 use addnorm_kernels::RowNormSpec;
 use addnorm_kernels::cpu::memory::zeroed_output;
-use addnorm_kernels::cpu::{backward::backward_in_place, forward::forward, plan::RowPlan};
+use addnorm_kernels::norm::cpu::{backward::backward_in_place, forward::forward, plan::RowPlan};
 use burn::backend::{Autodiff, NdArray};
 use burn::tensor::{Distribution, Tensor};
 use rayon::prelude::*;

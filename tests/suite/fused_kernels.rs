@@ -8,7 +8,8 @@
 
 use addnorm::nn::{LayerNorm, LayerNormConfig, RmsNorm, RmsNormConfig};
 use addnorm::{NormAutodiffBackend, NormBackend};
-use addnorm_kernels::composite::{self, ForceComposite};
+use addnorm_kernels::composite::ForceComposite;
+use addnorm_kernels::norm::composite;
 use addnorm_kernels::{Centering, EpsilonPlacement, RowNormSpec, Variance};
 use burn::module::Module;
 use burn::nn::{Linear, LinearConfig};

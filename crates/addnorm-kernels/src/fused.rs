@@ -1,99 +1,50 @@
-//! What a fused row-norm kernel hands over: the forward's output with the per-row
-//! statistics it saves ([`FusedNormForward`], [`RowStatistics`]), and the backward's
-//! gradients ([`FusedNormGrads`]).
+//! The fused path every op shares: the dispatch from an op's default method to a backend's
+//! fused kernel ([`try_fused_forward`](crate::fused)), and the per-thread counters of the
+//! fused calls ([`fused_calls`]).
 //!
-//! A backend provides fused kernels by overriding
-//! [`NormBackend::fused_norm_rows`](crate::NormBackend::fused_norm_rows) and
-//! [`NormBackend::fused_norm_rows_backward`](crate::NormBackend::fused_norm_rows_backward);
-//! `Autodiff<B>` then records one backward node that keeps `x`, γ and the two `[rows]`
-//! statistics, nothing bigger (see [`crate::autodiff`]).
+//! Each op (`crate::norm`, `crate::attention`, `crate::linear`, `crate::gelu`) has a
+//! `fused_*` method per backend that returns `Option` (`None`: no kernel for these inputs,
+//! take the composite), and its own `fused` module for what its kernels return. The
+//! dispatch and the counters below are the same for all four.
 //!
 //! # Formula
-//! With `p` the row's pivot (its first element when centring, else 0):
-//!
 //! ```text
-//! shift = μ − p     (0 for RMSNorm)
-//! rstd  = 1 / √(σ² + ε)  or  1 / (√(σ² + STD_FLOOR) + ε)
+//! op(x) = fused(x)        when the backend has a kernel for x and no ForceComposite is alive
+//!       = composite(x)    otherwise
 //! ```
-//!
-//! The mean is saved relative to the pivot because `μ` itself is not representable
-//! accurately enough in f32 when the rows have a large offset (mean 1e4, std 1e-2):
-//! `(x − p) − shift` is, `x − μ` is not.
 //!
 //! # Counters
 //! [`fused_calls`] says how many fused forward and backward passes the *calling thread* has
 //! started, whichever backend ran them (the CPU kernels, the CubeCL kernels directly, or
 //! queued in a fusion stream, counted when queued). The count is taken where the fused path
-//! is chosen, not in the kernels: forwards in `NormBackend::norm_rows` /
-//! `dynamic_tanh` (the defaults and `Autodiff`'s), backwards in the autodiff nodes. A
-//! backend outside this crate is counted the same way. Tests use it to check that a backend
-//! really takes the fused path; it is a thread-local increment per call (not per row), which
-//! costs nothing measurable, so it is always on.
+//! is chosen, not in the kernels: forwards in the ops' default methods and `Autodiff`'s,
+//! backwards in the autodiff nodes. A backend outside this crate is counted the same way.
+//! Tests use it to check that a backend really takes the fused path; it is a thread-local
+//! increment per call (not per row), which costs nothing measurable, so it is always on.
+//!
+//! ```
+//! use addnorm_kernels::fused::fused_calls;
+//!
+//! let before = fused_calls();
+//! # #[cfg(feature = "ndarray")]
+//! # {
+//! use burn::backend::NdArray;
+//! use burn::tensor::Tensor;
+//! let x = Tensor::<NdArray, 2>::from_floats([[1.0, 2.0, 3.0]], &Default::default());
+//! let _ = <NdArray as addnorm_kernels::RowNormBackend>::norm_rows(
+//!     x.into_primitive().tensor(),
+//!     None,
+//!     None,
+//!     addnorm_kernels::RowNormSpec::layer_norm(1e-5),
+//! );
+//! assert_eq!(fused_calls().forward, before.forward + 1);
+//! # }
+//! ```
 //!
 //! # Shapes
-//! - `output`: `[rows, n]`; `shift`, `rstd`: `[rows]`
-//! - gradients: `x` `[rows, n]`, γ and β their parameter's shape (`[n]` or `[1]`)
+//! None: counters and a dispatch, whatever the op's tensors.
 
 use std::cell::Cell;
-
-use burn::tensor::{backend::Backend, ops::FloatTensor};
-
-/// The per-row statistics a fused forward saves for its backward.
-pub struct RowStatistics<B: Backend> {
-    /// The row mean relative to the row's pivot, `[rows]` (zeros for RMSNorm).
-    pub shift: FloatTensor<B>,
-    /// The reciprocal denominator `r`, `[rows]`.
-    pub rstd: FloatTensor<B>,
-}
-
-// Written out: a derive would ask `B: Clone + Debug` instead of the primitives'.
-impl<B: Backend> Clone for RowStatistics<B> {
-    fn clone(&self) -> Self {
-        Self {
-            shift: self.shift.clone(),
-            rstd: self.rstd.clone(),
-        }
-    }
-}
-
-impl<B: Backend> core::fmt::Debug for RowStatistics<B> {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("RowStatistics")
-            .field("shift", &self.shift)
-            .field("rstd", &self.rstd)
-            .finish()
-    }
-}
-
-/// The result of a fused forward.
-pub struct FusedNormForward<B: Backend> {
-    /// `y = norm(x)·γ + β`, `[rows, n]`.
-    pub output: FloatTensor<B>,
-    /// What the backward needs besides `x` and γ.
-    pub statistics: RowStatistics<B>,
-}
-
-/// The gradients a fused backward returns.
-pub struct FusedNormGrads<B: Backend> {
-    /// `∂L/∂x`, `[rows, n]`.
-    pub x: FloatTensor<B>,
-    /// `∂L/∂γ`, shaped as γ, when there is a γ.
-    pub gamma: Option<FloatTensor<B>>,
-    /// `∂L/∂β`, shaped as β, when there is a β.
-    pub beta: Option<FloatTensor<B>>,
-}
-
-/// The gradients a fused Dynamic Tanh backward returns.
-pub struct FusedDynamicTanhGrads<B: Backend> {
-    /// `∂L/∂x`, `[rows, n]`.
-    pub x: FloatTensor<B>,
-    /// `∂L/∂α`, `[1]`.
-    pub alpha: FloatTensor<B>,
-    /// `∂L/∂γ`, shaped as γ, when there is a γ.
-    pub gamma: Option<FloatTensor<B>>,
-    /// `∂L/∂β`, shaped as β, when there is a β.
-    pub beta: Option<FloatTensor<B>>,
-}
 
 /// How many fused kernel calls a thread has made.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -126,7 +77,7 @@ fn count(update: impl FnOnce(&mut FusedCalls)) {
 /// The dispatch to a fused forward: `None` while a
 /// [`ForceComposite`](crate::composite::ForceComposite) guard is alive on this thread,
 /// else what `kernel` returns (a backend's `fused_*` method); a `Some` is counted as one
-/// fused forward. Every forward dispatch (`NormBackend`'s defaults and `Autodiff`'s) goes
+/// fused forward. Every forward dispatch (the ops' defaults and `Autodiff`'s) goes
 /// through here, so the counter works for any backend.
 pub(crate) fn try_fused_forward<T>(kernel: impl FnOnce() -> Option<T>) -> Option<T> {
     if crate::composite::is_forced() {

@@ -1,53 +1,94 @@
 #![warn(missing_docs)]
-//! The compute layer of addnorm: the [`NormBackend`] extension trait, the description of a
-//! row-wise normalization ([`RowNormSpec`]), the composite reference implementation that
-//! every backend can run, and the fused kernels that replace it where a backend has them.
+//! The compute layer of addnorm: one folder per op, each with its backend extension trait,
+//! its composite reference, its fused kernels and their backward, on top of shared CPU and
+//! CubeCL infrastructure that holds no op of its own.
 //!
-//! - [`spec`]: what a row normalization computes.
-//! - [`backend`]: the [`NormBackend`] trait and its `NdArray` impl.
-//! - [`composite`]: the reference path in Burn tensor ops, and [`composite::ForceComposite`].
-//! - [`fused`]: what a fused kernel returns (output, saved statistics, gradients).
-//! - [`cpu`]: the fused CPU kernels (f32, f64) used by `NdArray`.
-//! - `cube` (features `wgpu` or `cuda`): the fused CubeCL kernels used by `CubeBackend`
-//!   (wgpu, CUDA, HIP) and by `Fusion<CubeBackend>`, the type Burn's GPU backends have
-//!   with Burn's default features.
-//! - [`autodiff`]: `NormBackend` for `Autodiff<B>`, with the fused kernels' backward node.
-//! - [`training`]: [`NormAutodiffBackend`], the one bound generic training code needs.
-//! - [`attention`]: fused (causal) multi-head attention with an analytic backward, the
-//!   [`AttentionBackend`] extension that `NormBackend` requires.
+//! # Layout
+//! The ops, one folder each, every folder laid out the same way (`mod.rs` states the
+//! formula; `spec` what one call computes where it has options; `backend` the extension
+//! trait, whose defaults are the composite path, and its `NdArray` impl; `composite` the
+//! reference in Burn's ops; `fused` what its kernels return; `cpu` the fused CPU kernels
+//! on slices; `ndarray` the glue that runs them on `NdArray` tensors; `cube` the CubeCL
+//! kernels and their impls for `CubeBackend` and `Fusion<CubeBackend>`; `autodiff` the
+//! impl for `Autodiff<B>` with the analytic backward node):
+//!
+//! - [`norm`]: LayerNorm, RMSNorm and their variants ([`RowNormSpec`]) and Dynamic Tanh,
+//!   the [`RowNormBackend`] extension.
+//! - [`attention`]: fused (causal) multi-head attention, the [`AttentionBackend`]
+//!   extension.
 //! - [`linear`]: linear layers as one GEMM per call (rows split over threads), the
-//!   [`LinearBackend`] extension that `NormBackend` requires too.
-//! - [`gelu`]: exact GELU in one pass each way, the [`GeluBackend`] extension that
-//!   `NormBackend` requires as well.
+//!   [`LinearBackend`] extension.
+//! - [`gelu`]: exact GELU in one pass each way, the [`GeluBackend`] extension.
+//!
+//! What unites them:
+//!
+//! - [`kernel_backend`]: [`KernelBackend`], a backend with all four (old name
+//!   [`NormBackend`], the same trait): the one bound model code needs.
+//! - [`training`]: [`KernelAutodiffBackend`] (old name [`NormAutodiffBackend`]), the one
+//!   bound generic training code needs.
+//! - [`fused`]: the dispatch to a backend's fused kernel, and the per-thread counters of
+//!   the fused calls ([`fused::fused_calls`]).
+//! - [`composite`]: the [`composite::ForceComposite`] guard, which sends a thread's calls
+//!   down the composite path.
+//!
+//! The shared infrastructure, with no op of its own:
+//!
+//! - [`cpu`]: run-time SIMD dispatch, the element types and lane-wise reductions, the
+//!   vectorizable `exp`/`tanh`, strided GEMMs, huge-page outputs, the `NdArray` glue
+//!   ([`cpu::ndarray::NdArrayBackend`], the bound of every op's `NdArray` impl) and the
+//!   allocator settings ([`cpu::allocator::keep_freed_memory`]).
+//! - `cube` (features `wgpu` or `cuda`): the dtypes the CubeCL kernels take, output
+//!   allocation, the plumbing of custom operations in Burn's fusion stream, and device
+//!   counts.
+//!
+//! Imports point from the ops to the shared modules, never back, and no two modules import
+//! each other.
 //!
 //! # Formula
-//! Every LayerNorm / RMSNorm variant is `y = (x − μ) / D(σ², ε) · γ + β` on the rows of a
-//! `[rows, n]` matrix, with the centring, divisor and ε placement given by [`RowNormSpec`];
-//! DyT is `y = γ·tanh(α·x) + β`. Attention is `O_h = softmax(scale·Q_h·K_hᵀ + causal
-//! mask)·V_h` per head ([`attention`]). GELU is `x·Φ(x)` ([`gelu`]).
+//! - Norms, on the rows of a `[rows, n]` matrix: `y = (x − μ) / D(σ², ε) · γ + β`, with the
+//!   centring, divisor and ε placement given by [`RowNormSpec`]; DyT is
+//!   `y = γ·tanh(α·x) + β`.
+//! - Attention: `O_h = softmax(scale·Q_h·K_hᵀ + causal mask)·V_h` per head.
+//! - Linear: `y = x·W + b` on the last dimension.
+//! - GELU: `y = x·Φ(x)`, Φ the standard normal CDF.
+//!
+//! Every op is `fused(x)` where the backend has a kernel for `x` and no
+//! [`composite::ForceComposite`] guard is alive, `composite(x)` otherwise; both are
+//! differentiable, the fused one by one analytic backward node.
 //!
 //! # Shapes
-//! - `x`: `[rows, n]` (modules flatten their leading and normalized dimensions into these)
-//! - `gamma`, `beta`: `[n]` or `[1]`
-//! - output: `[rows, n]`
+//! - norms: `x`, output `[rows, n]` (modules flatten their leading and normalized
+//!   dimensions into these); `gamma`, `beta` `[n]` or `[1]`; DyT's `alpha` `[1]`
 //! - attention: `q`, `k`, `v`, output `[batch, T, d_model]`, heads read in place
+//! - linear: `x` `[..., d_in]`, `weight` `[d_in, d_out]`, `bias` `[d_out]`, output
+//!   `[..., d_out]`
+//! - GELU: any shape, output the same
 
 pub mod attention;
-pub mod autodiff;
-pub mod backend;
 pub mod composite;
 pub mod cpu;
 #[cfg(feature = "cubecl")]
 pub mod cube;
 pub mod fused;
 pub mod gelu;
+pub mod kernel_backend;
 pub mod linear;
-pub mod spec;
+pub mod norm;
 pub mod training;
 
 pub use attention::AttentionBackend;
-pub use backend::NormBackend;
 pub use gelu::GeluBackend;
+pub use kernel_backend::KernelBackend;
 pub use linear::LinearBackend;
-pub use spec::{Centering, EpsilonPlacement, RowNormSpec, Variance};
-pub use training::NormAutodiffBackend;
+pub use norm::{Centering, EpsilonPlacement, RowNormBackend, RowNormSpec, Variance};
+pub use training::KernelAutodiffBackend;
+
+/// The old name of [`KernelBackend`], kept so that `B: NormBackend` bounds (and
+/// `addnorm::NormBackend`) compile unchanged: the same trait under a second name (see
+/// [`kernel_backend`] for why it was renamed).
+pub use kernel_backend::KernelBackend as NormBackend;
+
+/// The old name of [`KernelAutodiffBackend`], kept so that `B: NormAutodiffBackend`
+/// bounds (and `addnorm::NormAutodiffBackend`) compile unchanged: the same trait under a
+/// second name.
+pub use training::KernelAutodiffBackend as NormAutodiffBackend;

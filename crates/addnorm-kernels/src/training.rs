@@ -1,18 +1,19 @@
-//! [`NormAutodiffBackend`]: the one bound training code needs.
+//! [`KernelAutodiffBackend`]: the one bound training code needs (old name
+//! `NormAutodiffBackend`, kept as a re-export of the same trait).
 //!
 //! Training code differentiates through the norms on an autodiff backend (`Autodiff<B>`)
 //! and evaluates or updates the model on its inner backend (`valid()`, optimizers). Both
 //! must have addnorm's kernels, which spelled out reads
-//! `B: AutodiffBackend + NormBackend, B::InnerBackend: NormBackend`. This trait names that
+//! `B: AutodiffBackend + KernelBackend, B::InnerBackend: KernelBackend`. This trait names that
 //! set once; a blanket impl gives it to every backend that satisfies it, so
 //! `Autodiff<NdArray>`, `Autodiff<Wgpu>` and `Autodiff<Cuda>` have it with no code of yours.
 //!
 //! ```
-//! use addnorm_kernels::{NormAutodiffBackend, NormBackend};
+//! use addnorm_kernels::KernelAutodiffBackend;
 //! use burn::tensor::{Tensor, backend::AutodiffBackend};
 //!
 //! /// ∂/∂x Σ x²: a generic function that needs gradients on any addnorm backend.
-//! fn grad_of_sum_of_squares<B: NormAutodiffBackend>(x: Tensor<B, 1>) -> Tensor<B::InnerBackend, 1> {
+//! fn grad_of_sum_of_squares<B: KernelAutodiffBackend>(x: Tensor<B, 1>) -> Tensor<B::InnerBackend, 1> {
 //!     let x = x.require_grad();
 //!     let grads = (x.clone() * x.clone()).sum().backward();
 //!     x.grad(&grads).expect("x is tracked")
@@ -31,11 +32,17 @@
 
 use burn::tensor::backend::AutodiffBackend;
 
-use crate::backend::NormBackend;
+use crate::kernel_backend::KernelBackend;
 
 /// An autodiff backend whose inner backend also has addnorm's kernels: the bound of
 /// generic training code (see the [module docs](self)). Implemented for every backend that
-/// satisfies it.
-pub trait NormAutodiffBackend: AutodiffBackend<InnerBackend: NormBackend> + NormBackend {}
+/// satisfies it; also reachable under its old name, `NormAutodiffBackend`.
+pub trait KernelAutodiffBackend:
+    AutodiffBackend<InnerBackend: KernelBackend> + KernelBackend
+{
+}
 
-impl<B> NormAutodiffBackend for B where B: AutodiffBackend<InnerBackend: NormBackend> + NormBackend {}
+impl<B> KernelAutodiffBackend for B where
+    B: AutodiffBackend<InnerBackend: KernelBackend> + KernelBackend
+{
+}

@@ -1,14 +1,15 @@
 //! [`AttentionBackend`]: the backend extension through which attention computes, built as
-//! [`NormBackend`](crate::NormBackend) is: a composite default from Burn's ops, a
+//! [`RowNormBackend`](crate::RowNormBackend) is: a composite default from Burn's ops, a
 //! `fused_*` override per backend returning `Option` (`None` falls back to the
 //! composite), and one `Autodiff` node with the analytic backward
 //! ([`super::autodiff`]).
 //!
-//! # Why a supertrait of `NormBackend`
-//! `NormBackend: AttentionBackend`, so every `B: NormBackend` bound (the modules, the lab,
-//! users' models) can call attention with no new bound in any signature. The cost: a
-//! backend of your own needs `impl AttentionBackend for MyBackend {}` next to its
-//! `impl NormBackend for MyBackend {}` (both empty for the composite paths).
+//! # One bound for all ops
+//! [`KernelBackend`](crate::KernelBackend) (old name `NormBackend`) requires
+//! `AttentionBackend`, so every `B: KernelBackend` bound (the modules, the lab, users'
+//! models) can call attention with no new bound in any signature. A backend of your own
+//! needs `impl AttentionBackend for MyBackend {}` next to the other ops' impls (all empty
+//! for the composite paths; see [`crate::kernel_backend`]).
 //!
 //! # Formula
 //! `O = softmax(scale·Q·Kᵀ + causal mask)·V` per head, heads read in place (see
@@ -107,15 +108,9 @@ pub(crate) fn composite_attention<B: Backend>(
     }
 }
 
+/// The fused CPU kernels on every `NdArray<E, I, Q>`.
 #[cfg(feature = "ndarray")]
-impl<E, I, Q> AttentionBackend for burn::backend::NdArray<E, I, Q>
-where
-    E: burn::backend::ndarray::FloatNdArrayElement,
-    I: burn::backend::ndarray::IntNdArrayElement,
-    Q: burn::backend::ndarray::QuantElement,
-    burn::backend::ndarray::NdArrayTensor: From<burn::backend::ndarray::SharedArray<E>>,
-    burn::backend::ndarray::NdArrayTensor: From<burn::backend::ndarray::SharedArray<I>>,
-{
+impl<B: crate::cpu::ndarray::NdArrayBackend> AttentionBackend for B {
     fn fused_attention(
         q: &FloatTensor<Self>,
         k: &FloatTensor<Self>,

@@ -30,7 +30,7 @@
 //! - max logit: `[1]`
 //!
 //! # Example
-//! Attention on your own tensors, on any `B: AttentionBackend` (every `NormBackend` is
+//! Attention on your own tensors, on any `B: AttentionBackend` (every `KernelBackend` is
 //! one):
 //!
 //! ```

@@ -142,13 +142,34 @@ mod x86 {
     }
 }
 
+/// Runs `run` once under each instruction set this CPU supports, narrowest first, with
+/// [`detected`] forced to it, and returns what each run gave: the tests of the ops' kernels
+/// check with it that every copy computes the same bits.
+///
+/// Other tests may run kernels meanwhile under the forced set: harmless, since every set
+/// the CPU supports computes the same bits (what those tests check).
+#[cfg(test)]
+pub(crate) fn under_every_instruction_set<R>(
+    mut run: impl FnMut() -> R,
+) -> Vec<(InstructionSet, R)> {
+    let detected_set = detected();
+    let mut results = Vec::new();
+    for set in tests::supported() {
+        DETECTED.store(set as u8, Ordering::Relaxed);
+        results.push((set, run()));
+    }
+    DETECTED.store(detected_set as u8, Ordering::Relaxed);
+    results
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn detection_is_cached_and_within_what_the_cpu_has() {
-        // Not `detected() == detected()`: the test below forces each set in turn.
+        // Not `detected() == detected()`: the kernels' tests force each set in turn
+        // (`under_every_instruction_set`).
         assert!(detected() <= detect());
         assert_ne!(DETECTED.load(Ordering::Relaxed), UNKNOWN);
     }
@@ -182,7 +203,7 @@ mod tests {
     }
 
     /// The instruction sets this CPU can run, narrowest first.
-    fn supported() -> Vec<InstructionSet> {
+    pub(crate) fn supported() -> Vec<InstructionSet> {
         [
             InstructionSet::Baseline,
             InstructionSet::Avx2Fma,
@@ -191,52 +212,5 @@ mod tests {
         .into_iter()
         .filter(|&set| set <= detect())
         .collect()
-    }
-
-    #[test]
-    fn the_kernels_give_the_same_bits_under_every_instruction_set() {
-        use crate::cpu::test_values::{gradients, inputs};
-        use crate::cpu::{backward, dyt, forward, plan::RowPlan};
-        use crate::spec::RowNormSpec;
-
-        let (rows, n) = (45, 301); // a tail after every vector width
-        let x: Vec<f32> = inputs(rows * n, 3e-3, -1.2);
-        let dy: Vec<f32> = gradients(rows * n, 1e-3, -0.4);
-        let gamma: Vec<f32> = (0..n).map(|j| 1.0 + j as f32 * 1e-3).collect();
-        let beta: Vec<f32> = (0..n).map(|j| j as f32 * -2e-3).collect();
-        let run = || {
-            let mut outputs = Vec::new();
-            for spec in [RowNormSpec::layer_norm(1e-5), RowNormSpec::rms_norm(1e-6)] {
-                let plan = RowPlan::<f32>::new(&spec, n);
-                let (mut y, mut shift, mut rstd) =
-                    (vec![0.0; rows * n], vec![0.0; rows], vec![0.0; rows]);
-                forward::forward(&plan, &x, &gamma, &beta, &mut y, &mut shift, &mut rstd);
-                let mut dx = vec![0.0; rows * n];
-                let grads = backward::backward(&plan, &x, &dy, &gamma, &shift, &rstd, &mut dx);
-                outputs.push([y, shift, rstd, dx, grads.gamma, grads.beta]);
-            }
-            let mut y = vec![0.0; rows * n];
-            dyt::forward(n, &x, 0.7, &gamma, &beta, &mut y);
-            let mut dx = vec![0.0; rows * n];
-            let grads = dyt::backward(n, &x, &dy, 0.7, &gamma, &mut dx);
-            outputs.push([y, dx, grads.gamma, grads.beta, vec![grads.alpha], vec![]]);
-            outputs
-        };
-        // Other tests may run kernels meanwhile under the forced set: harmless, since
-        // every set this CPU supports computes the same bits (what this test checks).
-        let detected_set = detected();
-        let mut results = Vec::new();
-        for set in supported() {
-            DETECTED.store(set as u8, Ordering::Relaxed);
-            results.push((set, run()));
-        }
-        DETECTED.store(detected_set as u8, Ordering::Relaxed);
-        let (_, baseline) = &results[0];
-        for (set, outputs) in &results[1..] {
-            assert!(
-                outputs == baseline,
-                "{set:?} differs from the baseline copy"
-            );
-        }
     }
 }

@@ -1,83 +1,24 @@
-//! Fused GPU kernels in CubeCL, and [`NormBackend`] for every CubeCL backend (features
-//! `wgpu`, `cuda`).
+//! The CubeCL infrastructure every op's GPU kernels share (features `wgpu`, `cuda`), with
+//! no op of its own: the kernels live with their op (`crate::norm::cube`,
+//! `crate::attention::cube`).
 //!
-//! - [`kernels`]: the `#[cube]` kernels (forward, backward, column sum of dγ/dβ partials).
-//! - [`launch`]: their host side on `CubeTensor`s: launch geometry and output allocation.
-//! - [`fusion`]: the same kernels as custom operations of Burn's fusion stream.
-//! - [`stream`]: what every custom operation of the fusion stream shares.
+//! - [`launch`]: which dtypes the kernels take, and output allocation.
+//! - [`stream`]: what every custom operation of Burn's fusion stream shares.
 //! - [`devices`]: how many devices a runtime sees, asked without initializing it.
 //!
 //! # Which backends
-//! - `CubeBackend<R, F, I, BT>` for any CubeCL runtime `R` (wgpu, CUDA, HIP, CPU-MLIR):
-//!   the kernels run directly. This is `burn::backend::Wgpu` when Burn's `fusion` feature
-//!   is off.
-//! - `Fusion<CubeBackend<R, F, I, BT>>`: `burn::backend::Wgpu` with Burn's default
-//!   features. The kernels are registered as custom operations in the fusion stream: the
-//!   stream runs what was queued before them, then hands them its buffers.
-//!
-//! Both take f32, f16, bf16 and flex32 tensors (arithmetic in f32). f64 tensors and empty
-//! ones stay on the [composite](crate::composite) path.
-//!
-//! The attention kernels ([`crate::attention::AttentionBackend`]) live with the rest of
-//! attention, in `crate::attention::cube`; they share [`stream`] with the norms.
+//! The ops implement their backend traits for `CubeBackend<R, F, I, BT>` (any CubeCL
+//! runtime `R`: wgpu, CUDA, HIP; `burn::backend::Wgpu` when Burn's `fusion` feature is
+//! off), where the kernels run directly, and for `Fusion<CubeBackend<R, F, I, BT>>`
+//! (`burn::backend::Wgpu` with Burn's default features), where they are registered as
+//! custom operations in the fusion stream ([`stream`]).
 //!
 //! # Formula
-//! As in [`kernels`]: `y = (x − μ)·r·γ + β` with `r = 1/√(σ² + ε)` or `1/(σ + ε)`, and the
-//! analytic backward `dx = r·g − [centred]·r·A/k + B·dr/dσ²·2c/d`.
+//! None here: each kernel's formula is in its op's `cube` module.
 //!
 //! # Shapes
-//! - `x`: `[rows, n]`, any strides; γ, β: `[n]` or `[1]`
-//! - saved statistics `shift`, `rstd`: `[rows]`, f32
+//! As each operation declares them: `inputs` in order, then its `outputs`.
 
 pub mod devices;
-pub mod fusion;
-pub mod kernels;
 pub mod launch;
 pub mod stream;
-
-use burn::tensor::ops::FloatTensor;
-use burn_cubecl::{BoolElement, CubeBackend, CubeRuntime, FloatElement, IntElement};
-
-use crate::backend::NormBackend;
-use crate::fused::{FusedNormForward, FusedNormGrads, RowStatistics};
-use crate::spec::RowNormSpec;
-
-impl<R, F, I, BT> NormBackend for CubeBackend<R, F, I, BT>
-where
-    R: CubeRuntime,
-    F: FloatElement,
-    I: IntElement,
-    BT: BoolElement,
-{
-    fn fused_norm_rows(
-        x: &FloatTensor<Self>,
-        gamma: Option<&FloatTensor<Self>>,
-        beta: Option<&FloatTensor<Self>>,
-        spec: &RowNormSpec,
-    ) -> Option<FusedNormForward<Self>> {
-        let (output, shift, rstd) = launch::forward(x, gamma, beta, spec)?;
-        Some(FusedNormForward {
-            output,
-            statistics: RowStatistics { shift, rstd },
-        })
-    }
-
-    fn fused_norm_rows_backward(
-        x: &FloatTensor<Self>,
-        gamma: Option<&FloatTensor<Self>>,
-        beta_features: Option<usize>,
-        statistics: &RowStatistics<Self>,
-        grad_output: FloatTensor<Self>,
-        spec: &RowNormSpec,
-    ) -> FusedNormGrads<Self> {
-        let (x, gamma, beta) = launch::backward::<R, F, I, BT>(
-            x,
-            gamma,
-            beta_features,
-            (&statistics.shift, &statistics.rstd),
-            grad_output,
-            spec,
-        );
-        FusedNormGrads { x, gamma, beta }
-    }
-}

@@ -1,7 +1,7 @@
 //! The plumbing every custom operation of Burn's fusion stream shares: the handle types,
 //! how an operation takes its inputs when the stream reaches it, and how a call registers
-//! one (`register`). The norm kernels ([`super::fusion`]) and the attention kernels
-//! (`crate::attention::cube::fusion`) are both queued through it.
+//! one (`register`). The norm kernels (`crate::norm::cube::fusion`) and the attention
+//! kernels (`crate::attention::cube::fusion`) are both queued through it.
 //!
 //! # Shapes
 //! Whatever the operation declares: `inputs` in order, then its `outputs`.

@@ -1,8 +1,8 @@
 //! [`GeluBackend`]: the backend extension through which addnorm's feed-forward computes
-//! its exact GELU, built as [`NormBackend`](crate::NormBackend) is: a composite default
-//! ([`super::composite`]), a `fused_*` override per backend returning `Option` (`None`
-//! falls back to the composite), and one `Autodiff` node with the analytic backward
-//! ([`super::autodiff`]).
+//! its exact GELU, built as [`RowNormBackend`](crate::RowNormBackend) is: a composite
+//! default ([`super::composite`]), a `fused_*` override per backend returning `Option`
+//! (`None` falls back to the composite), and one `Autodiff` node with the analytic
+//! backward ([`super::autodiff`]).
 //!
 //! # Formula
 //! `y = x·Φ(x)`, backward `dx = dy·(Φ(x) + x·φ(x))` (Φ, φ: the standard normal CDF and
@@ -64,15 +64,9 @@ pub trait GeluBackend: Backend {
     }
 }
 
+/// The fused CPU kernels on every `NdArray<E, I, Q>`.
 #[cfg(feature = "ndarray")]
-impl<E, I, Q> GeluBackend for burn::backend::NdArray<E, I, Q>
-where
-    E: burn::backend::ndarray::FloatNdArrayElement,
-    I: burn::backend::ndarray::IntNdArrayElement,
-    Q: burn::backend::ndarray::QuantElement,
-    burn::backend::ndarray::NdArrayTensor: From<burn::backend::ndarray::SharedArray<E>>,
-    burn::backend::ndarray::NdArrayTensor: From<burn::backend::ndarray::SharedArray<I>>,
-{
+impl<B: crate::cpu::ndarray::NdArrayBackend> GeluBackend for B {
     fn fused_gelu(x: &FloatTensor<Self>) -> Option<FloatTensor<Self>> {
         super::ndarray::fused_forward(x)
     }

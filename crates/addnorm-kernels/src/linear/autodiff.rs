@@ -21,7 +21,8 @@ use burn::backend::autodiff::{
 };
 use burn::tensor::ops::{FloatTensor, ModuleOps};
 
-use super::backend::{LinearBackend, LinearWants};
+use super::backend::LinearBackend;
+use super::fused::LinearWants;
 use crate::fused::{count_fused_backward, try_fused_forward};
 
 /// The backward node of a fused linear. Its parents are `x`, `W`, then `b` when there is

@@ -1,5 +1,5 @@
 //! [`LinearBackend`]: the backend extension through which addnorm's linear layers compute,
-//! built as [`NormBackend`](crate::NormBackend) is: a composite default (Burn's own
+//! built as [`RowNormBackend`](crate::RowNormBackend) is: a composite default (Burn's own
 //! `linear`), a `fused_*` override per backend returning `Option` (`None` falls back to
 //! the composite), and one `Autodiff` node with the analytic backward
 //! ([`super::autodiff`]).
@@ -21,29 +21,8 @@
 use burn::tensor::backend::Backend;
 use burn::tensor::ops::{FloatTensor, ModuleOps};
 
+use super::fused::{LinearGrads, LinearWants};
 use crate::fused::try_fused_forward;
-
-/// Which gradients a fused linear backward is asked for (those of its parents that track
-/// gradients).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct LinearWants {
-    /// `∂L/∂x`.
-    pub x: bool,
-    /// `∂L/∂W`.
-    pub weight: bool,
-    /// `∂L/∂b` (only when there is a bias).
-    pub bias: bool,
-}
-
-/// The gradients a fused linear backward returns, each present when it was asked for.
-pub struct LinearGrads<B: Backend> {
-    /// `∂L/∂x`, shaped as `x`.
-    pub x: Option<FloatTensor<B>>,
-    /// `∂L/∂W`, `[d_in, d_out]`.
-    pub weight: Option<FloatTensor<B>>,
-    /// `∂L/∂b`, `[d_out]`.
-    pub bias: Option<FloatTensor<B>>,
-}
 
 /// The backend operations a linear layer is made of. See the [module docs](self).
 pub trait LinearBackend: Backend {
@@ -97,15 +76,9 @@ pub trait LinearBackend: Backend {
     }
 }
 
+/// The fused CPU kernels on every `NdArray<E, I, Q>`.
 #[cfg(feature = "ndarray")]
-impl<E, I, Q> LinearBackend for burn::backend::NdArray<E, I, Q>
-where
-    E: burn::backend::ndarray::FloatNdArrayElement,
-    I: burn::backend::ndarray::IntNdArrayElement,
-    Q: burn::backend::ndarray::QuantElement,
-    burn::backend::ndarray::NdArrayTensor: From<burn::backend::ndarray::SharedArray<E>>,
-    burn::backend::ndarray::NdArrayTensor: From<burn::backend::ndarray::SharedArray<I>>,
-{
+impl<B: crate::cpu::ndarray::NdArrayBackend> LinearBackend for B {
     fn fused_linear(
         x: &FloatTensor<Self>,
         weight: &FloatTensor<Self>,

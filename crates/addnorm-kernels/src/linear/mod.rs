@@ -3,7 +3,9 @@
 //!
 //! - [`backend`]: the [`LinearBackend`] trait (default: Burn's `linear`) and its `NdArray`
 //!   impl.
-//! - [`cpu`]: the fused CPU kernels (f32, f64) on slices.
+//! - [`fused`]: which gradients a fused backward is asked for, and what it returns.
+//! - [`cpu`]: the fused CPU kernels (f32, f64) on slices; `ndarray` (feature `ndarray`)
+//!   runs them on `NdArray` tensors.
 //! - [`autodiff`]: `LinearBackend` for `Autodiff<B>`, with the fused backward node.
 //!
 //! # Why
@@ -43,12 +45,14 @@
 pub mod autodiff;
 pub mod backend;
 pub mod cpu;
+pub mod fused;
 #[cfg(feature = "ndarray")]
 pub(crate) mod ndarray;
 
 use burn::tensor::{Tensor, TensorPrimitive};
 
-pub use backend::{LinearBackend, LinearGrads, LinearWants};
+pub use backend::LinearBackend;
+pub use fused::{LinearGrads, LinearWants};
 
 /// `x·W + b` on the last dimension of `x` (see the [module docs](self)); fused where the
 /// backend has a kernel, differentiable on every backend. A rank-1 `x` is one row.

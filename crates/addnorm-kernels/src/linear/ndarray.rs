@@ -9,10 +9,10 @@
 use burn::backend::ndarray::NdArrayTensor;
 use burn::tensor::TensorMetadata;
 
-use super::backend::{LinearGrads, LinearWants};
 use super::cpu::{LinearDims, backward_input, backward_parameters, forward};
+use super::fused::{LinearGrads, LinearWants};
 use crate::cpu::gemm::Gemm;
-use crate::cpu::ndarray::NdArrayReal;
+use crate::cpu::ndarray::{NdArrayBackend, NdArrayReal};
 
 /// The call's sizes when the kernels take these shapes: `x` of rank ≥ 2 ending in
 /// `d_in`, `weight: [d_in, d_out]`, and a `[d_out]` bias.
@@ -70,9 +70,7 @@ fn forward_in<E: NdArrayReal + Gemm>(
 /// # Panics
 /// If the tensors are not what [`fused_forward`] accepted, or `grad_output` is not shaped
 /// as its output.
-pub(crate) fn fused_backward<
-    B: burn::tensor::backend::Backend<FloatTensorPrimitive = NdArrayTensor>,
->(
+pub(crate) fn fused_backward<B: NdArrayBackend>(
     x: &NdArrayTensor,
     weight: &NdArrayTensor,
     grad_output: &NdArrayTensor,
@@ -96,7 +94,7 @@ fn backward_in<E, B>(
 ) -> LinearGrads<B>
 where
     E: NdArrayReal + Gemm,
-    B: burn::tensor::backend::Backend<FloatTensorPrimitive = NdArrayTensor>,
+    B: NdArrayBackend,
 {
     let x_shape = x.shape();
     let dims = dims_of(x_shape.as_slice(), weight.shape().as_slice(), None)

@@ -43,7 +43,7 @@ pub const QUERY_BLOCK: usize = 64;
 
 /// Below this many multiply-adds in a call, the tasks run on the calling thread: handing
 /// work to rayon's pool costs about 0.1 ms on the 2-core development VM (see
-/// `crate::cpu::plan`), as much as a whole `[32, 2, 17, 16]` attention.
+/// `crate::norm::cpu::plan`), as much as a whole `[32, 2, 17, 16]` attention.
 const SERIAL_BELOW_FLOPS: usize = 1 << 21;
 
 /// Multiply-adds one rayon job should at least carry.

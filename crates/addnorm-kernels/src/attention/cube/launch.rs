@@ -12,14 +12,13 @@
 
 use burn::tensor::{DType, Shape, TensorMetadata, ops::FloatTensorOps};
 use burn_cubecl::{
-    BoolElement, CubeBackend, CubeRuntime, FloatElement, IntElement,
-    ops::numeric::empty_device_contiguous_dtype, tensor::CubeTensor,
+    BoolElement, CubeBackend, CubeRuntime, FloatElement, IntElement, tensor::CubeTensor,
 };
 use cubecl::prelude::*;
 
 use super::kernels;
 use crate::attention::spec::{AttentionSpec, HeadLayout};
-use crate::cube::launch::supports;
+use crate::cube::launch::{empty_like, supports};
 
 /// The widest head the kernels take: each unit keeps up to four rows of `d_head` f32 values
 /// in local memory. Wider heads take the composite path.
@@ -42,11 +41,6 @@ pub fn takes(shapes: [&Shape; 3], dtypes: [DType; 3], spec: &AttentionSpec) -> O
     let fits = spec.heads > 0 && d_model % spec.heads == 0 && d_model / spec.heads <= MAX_D_HEAD;
     (same && fits && supports(dtypes[0]) && batch * seq * d_model > 0)
         .then(|| spec.layout([batch, seq, d_model]))
-}
-
-/// A contiguous tensor of `shape` and `dtype` on `like`'s device; its content is undefined.
-fn empty_like<R: CubeRuntime>(like: &CubeTensor<R>, shape: Shape, dtype: DType) -> CubeTensor<R> {
-    empty_device_contiguous_dtype::<R>(like.client.clone(), like.device.clone(), shape, dtype)
 }
 
 /// The launch geometry for one unit per row of `layout`.

@@ -1,11 +1,11 @@
-//! `NormBackend` for `Autodiff<B, C>`: when the inner backend `B` has a fused kernel, one
+//! `RowNormBackend` for `Autodiff<B, C>`: when the inner backend `B` has a fused kernel, one
 //! forward call and one custom backward node ([`NormRowsBackward`] for the LayerNorm and
 //! RMSNorm variants, [`DynamicTanhBackward`] for DyT); otherwise the composite path,
 //! differentiated op by op. [`ReshapeRowsBackward`] is the backward of the norms'
 //! flattening reshape.
 //!
 //! # Formula
-//! The node's backward is the analytic one of [`crate::cpu::backward`]:
+//! The node's backward is the analytic one of [`super::cpu::backward`]:
 //! `dx = r·g − [centred]·r·A/k + B·dr/dσ²·2c/d` (first `k` features), `dγ = Σ dy·ĉ`,
 //! `dβ = Σ dy`, with `g = dy·γ`, `A = Σ g`, `B = Σ g·c` per row.
 //!
@@ -27,9 +27,11 @@ use burn::backend::autodiff::{
 };
 use burn::tensor::{DType, Shape, TensorMetadata, ops::FloatTensor};
 
-use crate::backend::NormBackend;
-use crate::fused::{FusedNormForward, RowStatistics, count_fused_backward, try_fused_forward};
-use crate::{composite, spec::RowNormSpec};
+use super::backend::RowNormBackend;
+use super::composite;
+use super::fused::{FusedNormForward, RowStatistics};
+use super::spec::RowNormSpec;
+use crate::fused::{count_fused_backward, try_fused_forward};
 
 /// The backward node of a fused `norm_rows`. Its parents are `x`, then γ and β when they
 /// exist; the const `N` is how many.
@@ -38,7 +40,7 @@ pub struct NormRowsBackward;
 
 /// What [`NormRowsBackward`] keeps from the forward.
 #[derive(Debug)]
-pub struct NormRowsState<B: NormBackend> {
+pub struct NormRowsState<B: RowNormBackend> {
     x: NodeId,
     gamma: Option<NodeId>,
     beta_features: Option<usize>,
@@ -50,7 +52,7 @@ pub struct NormRowsState<B: NormBackend> {
 }
 
 // Written out: a derive would ask `B: Clone`, which a backend type need not be.
-impl<B: NormBackend> Clone for NormRowsState<B> {
+impl<B: RowNormBackend> Clone for NormRowsState<B> {
     fn clone(&self) -> Self {
         Self {
             x: self.x,
@@ -63,7 +65,7 @@ impl<B: NormBackend> Clone for NormRowsState<B> {
     }
 }
 
-impl<B: NormBackend, const N: usize> Backward<B, N> for NormRowsBackward {
+impl<B: RowNormBackend, const N: usize> Backward<B, N> for NormRowsBackward {
     type State = NormRowsState<B>;
 
     fn backward(
@@ -96,12 +98,12 @@ impl<B: NormBackend, const N: usize> Backward<B, N> for NormRowsBackward {
     }
 }
 
-/// The backward node of [`NormBackend::reshape_rows`]: the gradient takes the inner
+/// The backward node of [`RowNormBackend::reshape_rows`]: the gradient takes the inner
 /// backend's `reshape_rows` back to the input's shape, so it does not copy either.
 #[derive(Debug)]
 pub struct ReshapeRowsBackward;
 
-impl<B: NormBackend> Backward<B, 1> for ReshapeRowsBackward {
+impl<B: RowNormBackend> Backward<B, 1> for ReshapeRowsBackward {
     /// The input's shape.
     type State = Shape;
 
@@ -135,7 +137,7 @@ pub struct DynamicTanhState {
     parameter_dtypes: [Option<DType>; 2],
 }
 
-impl<B: NormBackend, const N: usize> Backward<B, N> for DynamicTanhBackward {
+impl<B: RowNormBackend, const N: usize> Backward<B, N> for DynamicTanhBackward {
     type State = DynamicTanhState;
 
     fn backward(
@@ -168,7 +170,7 @@ impl<B: NormBackend, const N: usize> Backward<B, N> for DynamicTanhBackward {
     }
 }
 
-impl<B: NormBackend, C: CheckpointStrategy> NormBackend for Autodiff<B, C> {
+impl<B: RowNormBackend, C: CheckpointStrategy> RowNormBackend for Autodiff<B, C> {
     fn dynamic_tanh(
         x: FloatTensor<Self>,
         alpha: FloatTensor<Self>,
@@ -254,7 +256,7 @@ impl<B: NormBackend, C: CheckpointStrategy> NormBackend for Autodiff<B, C> {
 /// Registers a fused node's gradients with its parents. Both list the inputs in the same
 /// order: the `leading` ones (x, and α for DyT), then γ and β when present; `parents` has
 /// `None` for an input that needs no gradient. dγ and dβ are cast to `parameter_dtypes`.
-fn register_gradients<B: NormBackend, const N: usize>(
+fn register_gradients<B: RowNormBackend, const N: usize>(
     parents: [Option<NodeId>; N],
     leading: impl IntoIterator<Item = FloatTensor<B>>,
     [dgamma, dbeta]: [Option<FloatTensor<B>>; 2],
@@ -275,7 +277,7 @@ fn register_gradients<B: NormBackend, const N: usize>(
 
 /// The dtypes of γ and β among a fused node's `parents`, in which β, when present, comes
 /// last.
-fn parameter_dtypes<B: NormBackend, C: CheckpointStrategy, const N: usize>(
+fn parameter_dtypes<B: RowNormBackend, C: CheckpointStrategy, const N: usize>(
     parents: &[&FloatTensor<Autodiff<B, C>>; N],
     gamma: Option<&FloatTensor<Autodiff<B, C>>>,
     beta_features: Option<usize>,
@@ -287,7 +289,7 @@ fn parameter_dtypes<B: NormBackend, C: CheckpointStrategy, const N: usize>(
 }
 
 /// `grad` cast to `dtype` when both are present and differ.
-fn in_dtype<B: NormBackend>(
+fn in_dtype<B: RowNormBackend>(
     grad: Option<FloatTensor<B>>,
     dtype: Option<DType>,
 ) -> Option<FloatTensor<B>> {
@@ -339,7 +341,7 @@ fn composite_dynamic_tanh<B: burn::tensor::backend::Backend>(
 
 /// Registers the fused DyT output with a [`DynamicTanhBackward`] node whose parents are
 /// `parents` (x, α, then the parameters present).
-fn record_dynamic_tanh<B: NormBackend, C: CheckpointStrategy, const N: usize>(
+fn record_dynamic_tanh<B: RowNormBackend, C: CheckpointStrategy, const N: usize>(
     parents: [&FloatTensor<Autodiff<B, C>>; N],
     gamma: Option<&FloatTensor<Autodiff<B, C>>>,
     beta_features: Option<usize>,
@@ -370,7 +372,7 @@ fn record_dynamic_tanh<B: NormBackend, C: CheckpointStrategy, const N: usize>(
 
 /// Registers the fused forward's output with a [`NormRowsBackward`] node whose parents are
 /// `parents` (x first, then the parameters present).
-fn record<B: NormBackend, C: CheckpointStrategy, const N: usize>(
+fn record<B: RowNormBackend, C: CheckpointStrategy, const N: usize>(
     parents: [&FloatTensor<Autodiff<B, C>>; N],
     gamma: Option<&FloatTensor<Autodiff<B, C>>>,
     beta_features: Option<usize>,

@@ -12,10 +12,10 @@
 //! r   = 1 / (√(σ² + STD_FLOOR) + ε)        AddedToStd
 //! ```
 
-use crate::composite::STD_FLOOR;
-use crate::spec::{Centering, EpsilonPlacement, RowNormSpec};
+use crate::norm::composite::STD_FLOOR;
+use crate::norm::spec::{Centering, EpsilonPlacement, RowNormSpec};
 
-use super::real::Real;
+use crate::cpu::real::Real;
 
 /// How many elements one parallel task should at least touch, so that handing it to another
 /// thread stays cheap next to the work: 1 MiB of f32, roughly 0.1 ms of kernel time.

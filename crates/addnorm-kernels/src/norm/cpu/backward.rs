@@ -31,9 +31,9 @@
 
 use rayon::prelude::*;
 
-use super::dispatch::vectorized;
 use super::plan::{RowPlan, rows_per_task};
-use super::real::{LANES, Real, sum_map};
+use crate::cpu::dispatch::vectorized;
+use crate::cpu::real::{LANES, Real, sum_map};
 
 /// The per-feature parameter gradients of one call: `Σ_rows dy·ĉ` and `Σ_rows dy`.
 #[derive(Clone, Debug, PartialEq)]
@@ -251,7 +251,7 @@ fn lane_total<E: Real>(lanes: [E; LANES]) -> E {
 mod tests {
     use super::*;
     use crate::cpu::test_values::{gradients, inputs};
-    use crate::spec::RowNormSpec;
+    use crate::norm::spec::RowNormSpec;
 
     #[test]
     fn in_place_matches_separate_buffers() {

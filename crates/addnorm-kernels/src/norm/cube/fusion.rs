@@ -1,7 +1,8 @@
-//! [`NormBackend`] for `Fusion<CubeBackend<..>>`, Burn's default wgpu type: the fused
+//! [`RowNormBackend`] for `Fusion<CubeBackend<..>>`, Burn's default wgpu type: the fused
 //! kernels as custom operations of the fusion stream.
 //!
-//! Each call registers (through [`super::stream`]) one [`CustomOpIr`] naming its input and output tensors, and an
+//! Each call registers (through [`crate::cube::stream`]) one [`CustomOpIr`] naming its
+//! input and output tensors, and an
 //! [`Operation`] that, when the stream reaches it, takes the inputs' buffers, runs the
 //! [`launch`] function on them and registers the outputs. Burn's fusion optimizer treats a
 //! custom operation as a boundary: element-wise work before and after it is still fused.
@@ -23,10 +24,10 @@ use burn_fusion::{Fusion, stream::Operation};
 use burn_ir::CustomOpIr;
 
 use super::launch;
-use super::stream::{Handles, Inner, Runtime, register, register_outputs, take_inputs};
-use crate::backend::NormBackend;
-use crate::fused::{FusedNormForward, FusedNormGrads, RowStatistics};
-use crate::spec::RowNormSpec;
+use crate::cube::stream::{Handles, Inner, Runtime, register, register_outputs, take_inputs};
+use crate::norm::backend::RowNormBackend;
+use crate::norm::fused::{FusedNormForward, FusedNormGrads, RowStatistics};
+use crate::norm::spec::RowNormSpec;
 
 /// The fused forward, queued in the fusion stream.
 #[derive(Debug)]
@@ -97,7 +98,7 @@ where
     }
 }
 
-impl<R, F, I, BT> NormBackend for Fusion<Inner<R, F, I, BT>>
+impl<R, F, I, BT> RowNormBackend for Fusion<Inner<R, F, I, BT>>
 where
     R: CubeRuntime,
     F: FloatElement,

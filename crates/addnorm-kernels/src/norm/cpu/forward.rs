@@ -23,7 +23,7 @@
 //! # Example
 //! ```
 //! use addnorm_kernels::RowNormSpec;
-//! use addnorm_kernels::cpu::{forward::forward, plan::RowPlan};
+//! use addnorm_kernels::norm::cpu::{forward::forward, plan::RowPlan};
 //!
 //! let x = [1.0_f64, 2.0, 3.0];
 //! let (mut y, mut shift, mut rstd) = ([0.0; 3], [0.0], [0.0]);
@@ -35,9 +35,9 @@
 
 use rayon::prelude::*;
 
-use super::dispatch::vectorized;
 use super::plan::{RowPlan, rows_per_task};
-use super::real::{Real, sum_map};
+use crate::cpu::dispatch::vectorized;
+use crate::cpu::real::{Real, sum_map};
 
 /// Normalizes every row of `x` into `y` and saves each row's shift and `r`.
 ///

@@ -21,7 +21,7 @@
 //!
 //! # Example
 //! ```
-//! use addnorm_kernels::cpu::dyt::{backward, forward};
+//! use addnorm_kernels::norm::cpu::dyt::{backward, forward};
 //!
 //! let x = [0.0_f64, 1.0];
 //! let mut y = [0.0; 2];
@@ -37,9 +37,9 @@
 
 use rayon::prelude::*;
 
-use super::dispatch::vectorized;
 use super::plan::rows_per_task;
-use super::real::{Real, sum_map};
+use crate::cpu::dispatch::vectorized;
+use crate::cpu::real::{Real, sum_map};
 
 /// Writes `y = γ·tanh(α·x) + β` for every row of `x`.
 ///

@@ -42,7 +42,7 @@
 
 use cubecl::prelude::*;
 
-use crate::composite::STD_FLOOR;
+use crate::norm::composite::STD_FLOOR;
 
 /// [`STD_FLOOR`] as the f32 the kernels use (a normal f32).
 const STD_FLOOR_F32: f32 = STD_FLOOR as f32;

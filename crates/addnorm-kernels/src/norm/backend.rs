@@ -1,28 +1,28 @@
-//! [`NormBackend`]: the backend extension through which addnorm's norms compute.
+//! [`RowNormBackend`]: the backend extension through which addnorm's norms compute.
 //!
 //! It follows Burn's backend-extension pattern: a trait over `Backend` whose methods take
-//! and return float primitives. Its default methods are the [composite]
+//! and return float primitives. Its default methods are the [`composite`]
 //! reference, so a backend opts in with an empty impl and gets correct forward and
 //! backward passes from Burn's own ops. A backend with a fused kernel overrides the method.
+//! Model code does not name it: it bounds its backend by
+//! [`KernelBackend`](crate::KernelBackend) (or its old name `NormBackend`), which requires
+//! this trait and the other ops'.
 //!
 //! # Formulas
-//! - [`NormBackend::norm_rows`]: `y = (x − μ) / √(σ² + ε) · γ + β` and the other variants
-//!   of [`RowNormSpec`].
-//! - [`NormBackend::dynamic_tanh`]: `y = γ · tanh(α·x) + β` (fused on NdArray; on the GPU
-//!   backends Burn's fusion already fuses its element-wise composite).
+//! - [`RowNormBackend::norm_rows`]: `y = (x − μ) / √(σ² + ε) · γ + β` and the other
+//!   variants of [`RowNormSpec`].
+//! - [`RowNormBackend::dynamic_tanh`]: `y = γ · tanh(α·x) + β` (fused on NdArray; on the
+//!   GPU backends Burn's fusion already fuses its element-wise composite).
 //!
 //! # Shapes
 //! - `x`: `[rows, n]`; `gamma`, `beta`: `[n]` or `[1]`; `alpha`: `[1]`; output `[rows, n]`.
 //!
-//! # Using it in your own model
-//! A model that holds addnorm norms bounds its backend by `NormBackend` instead of
-//! `Backend`:
-//!
+//! # Example
 //! ```
-//! use addnorm_kernels::NormBackend;
+//! use addnorm_kernels::KernelBackend;
 //! use burn::prelude::*;
 //!
-//! fn double_then_normalize<B: NormBackend>(x: Tensor<B, 2>) -> Tensor<B, 2> {
+//! fn double_then_normalize<B: KernelBackend>(x: Tensor<B, 2>) -> Tensor<B, 2> {
 //!     let spec = addnorm_kernels::RowNormSpec::layer_norm(1e-5);
 //!     let y = B::norm_rows((x * 2.0).into_primitive().tensor(), None, None, spec);
 //!     Tensor::from_primitive(burn::tensor::TensorPrimitive::Float(y))
@@ -39,50 +39,41 @@
 //! # }
 //! ```
 //!
-//! addnorm implements it for `NdArray` (with the fused [CPU kernels](crate::cpu)), for
-//! every CubeCL backend with feature `wgpu` (`CubeBackend<R, ..>` and
+//! addnorm implements it for `NdArray` (with the fused [CPU kernels](super::cpu)), for
+//! every CubeCL backend with feature `wgpu` or `cuda` (`CubeBackend<R, ..>` and
 //! `Fusion<CubeBackend<R, ..>>`, so `burn::backend::Wgpu` with or without Burn's `fusion`
-//! feature, with the fused CubeCL kernels of `crate::cube`) and `Autodiff<B>` for any
-//! `B: NormBackend` (which records one [fused backward node](crate::autodiff) when `B` has
-//! fused kernels). For a backend of your own, add
-//! `impl addnorm_kernels::NormBackend for MyBackend {}`,
-//! `impl addnorm_kernels::AttentionBackend for MyBackend {}`,
-//! `impl addnorm_kernels::LinearBackend for MyBackend {}` and
-//! `impl addnorm_kernels::GeluBackend for MyBackend {}` (all four empty for the composite
-//! paths).
+//! feature, with the fused CubeCL kernels of `super::cube`) and `Autodiff<B>` for any
+//! `B: RowNormBackend` (which records one [fused backward node](super::autodiff) when `B`
+//! has fused kernels). For a backend of your own, see [`crate::kernel_backend`].
 //!
 //! # Fused kernels
-//! A backend with fused kernels overrides [`NormBackend::fused_norm_rows`] and
-//! [`NormBackend::fused_norm_rows_backward`] (see [`crate::fused`]); the default
-//! [`NormBackend::norm_rows`] and the `Autodiff` impl pick them up.
+//! A backend with fused kernels overrides [`RowNormBackend::fused_norm_rows`] and
+//! [`RowNormBackend::fused_norm_rows_backward`] (see [`super::fused`]); the default
+//! [`RowNormBackend::norm_rows`] and the `Autodiff` impl pick them up.
 
 use burn::tensor::ops::FloatTensor;
 use burn::tensor::{Shape, Tensor, TensorPrimitive, backend::Backend};
 
-use crate::attention::AttentionBackend;
-use crate::fused::{
-    FusedDynamicTanhGrads, FusedNormForward, FusedNormGrads, RowStatistics, try_fused_forward,
-};
-use crate::gelu::GeluBackend;
-use crate::linear::LinearBackend;
-use crate::{composite, spec::RowNormSpec};
+use super::composite;
+use super::fused::{FusedDynamicTanhGrads, FusedNormForward, FusedNormGrads, RowStatistics};
+use super::spec::RowNormSpec;
+use crate::fused::try_fused_forward;
 
 /// Wraps a float primitive into a tensor of rank `D`.
 fn tensor<B: Backend, const D: usize>(primitive: FloatTensor<B>) -> Tensor<B, D> {
     Tensor::from_primitive(TensorPrimitive::Float(primitive))
 }
 
-/// The backend operations addnorm's norms are made of. See the [module docs](self).
-///
-/// It requires [`AttentionBackend`], [`LinearBackend`] and [`GeluBackend`] so that every
-/// `B: NormBackend` bound also covers addnorm's attention, linear layers and GELU (see
-/// [`crate::attention::backend`] for why).
-pub trait NormBackend: AttentionBackend + LinearBackend + GeluBackend {
+/// The backend operations addnorm's norms are made of: LayerNorm and RMSNorm
+/// ([`norm_rows`](Self::norm_rows)), DyT ([`dynamic_tanh`](Self::dynamic_tanh)) and the
+/// flattening to `[rows, n]` ([`reshape_rows`](Self::reshape_rows)). See the
+/// [module docs](self).
+pub trait RowNormBackend: Backend {
     /// Normalizes each row of `x: [rows, n]` as `spec` describes, then applies `y·γ + β`
     /// with `gamma`, `beta` of shape `[n]` or `[1]`.
     ///
     /// Takes [`fused_norm_rows`](Self::fused_norm_rows) when the backend has a fused
-    /// kernel for these inputs and no [`ForceComposite`](composite::ForceComposite) guard
+    /// kernel for these inputs and no [`ForceComposite`](crate::composite::ForceComposite) guard
     /// is alive on this thread; otherwise the [composite](composite::norm_rows) path.
     fn norm_rows(
         x: FloatTensor<Self>,
@@ -135,7 +126,7 @@ pub trait NormBackend: AttentionBackend + LinearBackend + GeluBackend {
         let _ = (x, gamma, beta_features, statistics, grad_output, spec);
         panic!(
             "{} returned a fused norm_rows forward but has no fused backward: override \
-             NormBackend::fused_norm_rows_backward too",
+             RowNormBackend::fused_norm_rows_backward too",
             core::any::type_name::<Self>()
         )
     }
@@ -152,7 +143,7 @@ pub trait NormBackend: AttentionBackend + LinearBackend + GeluBackend {
     /// Dynamic Tanh on `x: [rows, n]`: `γ·tanh(α·x) + β` with `alpha: [1]`.
     ///
     /// Takes [`fused_dynamic_tanh`](Self::fused_dynamic_tanh) when the backend has a fused
-    /// kernel for these inputs and no [`ForceComposite`](composite::ForceComposite) guard
+    /// kernel for these inputs and no [`ForceComposite`](crate::composite::ForceComposite) guard
     /// is alive on this thread; otherwise the [composite](composite::dynamic_tanh) path.
     fn dynamic_tanh(
         x: FloatTensor<Self>,
@@ -205,28 +196,22 @@ pub trait NormBackend: AttentionBackend + LinearBackend + GeluBackend {
         let _ = (x, alpha, gamma, beta_features, grad_output);
         panic!(
             "{} returned a fused dynamic_tanh forward but has no fused backward: override \
-             NormBackend::fused_dynamic_tanh_backward too",
+             RowNormBackend::fused_dynamic_tanh_backward too",
             core::any::type_name::<Self>()
         )
     }
 }
 
+/// The fused [CPU kernels](super::cpu) on every `NdArray<E, I, Q>`.
 #[cfg(feature = "ndarray")]
-impl<E, I, Q> NormBackend for burn::backend::NdArray<E, I, Q>
-where
-    E: burn::backend::ndarray::FloatNdArrayElement,
-    I: burn::backend::ndarray::IntNdArrayElement,
-    Q: burn::backend::ndarray::QuantElement,
-    burn::backend::ndarray::NdArrayTensor: From<burn::backend::ndarray::SharedArray<E>>,
-    burn::backend::ndarray::NdArrayTensor: From<burn::backend::ndarray::SharedArray<I>>,
-{
+impl<B: crate::cpu::ndarray::NdArrayBackend> RowNormBackend for B {
     fn fused_norm_rows(
         x: &FloatTensor<Self>,
         gamma: Option<&FloatTensor<Self>>,
         beta: Option<&FloatTensor<Self>>,
         spec: &RowNormSpec,
     ) -> Option<FusedNormForward<Self>> {
-        crate::cpu::ndarray::fused_forward(x, gamma, beta, spec).map(|(output, shift, rstd)| {
+        super::ndarray::fused_forward(x, gamma, beta, spec).map(|(output, shift, rstd)| {
             FusedNormForward {
                 output,
                 statistics: RowStatistics { shift, rstd },
@@ -248,7 +233,7 @@ where
         grad_output: FloatTensor<Self>,
         spec: &RowNormSpec,
     ) -> FusedNormGrads<Self> {
-        let (x, gamma, beta) = crate::cpu::ndarray::fused_backward(
+        let (x, gamma, beta) = super::ndarray::fused_backward(
             x,
             gamma,
             beta_features,
@@ -265,7 +250,7 @@ where
         gamma: Option<&FloatTensor<Self>>,
         beta: Option<&FloatTensor<Self>>,
     ) -> Option<FloatTensor<Self>> {
-        crate::cpu::ndarray::fused_dynamic_tanh(x, alpha, gamma, beta)
+        super::ndarray::fused_dynamic_tanh(x, alpha, gamma, beta)
     }
 
     fn fused_dynamic_tanh_backward(
@@ -275,7 +260,7 @@ where
         beta_features: Option<usize>,
         grad_output: FloatTensor<Self>,
     ) -> FusedDynamicTanhGrads<Self> {
-        let (x, alpha, gamma, beta) = crate::cpu::ndarray::fused_dynamic_tanh_backward(
+        let (x, alpha, gamma, beta) = super::ndarray::fused_dynamic_tanh_backward(
             x,
             alpha,
             gamma,
