@@ -138,3 +138,81 @@ impl<B: Backend> ModuleDisplay for DynamicTanh<B> {
             .optional()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use burn::backend::NdArray;
+    use burn::module::Param;
+    use burn::tensor::{Tensor, TensorData, Tolerance};
+
+    use super::*;
+
+    type B = NdArray;
+
+    #[test]
+    fn forward_scales_squashes_and_shifts() {
+        let device = Default::default();
+        let mut dyt: DynamicTanh<B> = DynamicTanhConfig::new(vec![2])
+            .with_alpha_init(2.0)
+            .init(&device);
+        dyt.gamma = Some(Param::from_tensor(Tensor::from_floats(
+            [1.0, -3.0],
+            &device,
+        )));
+        dyt.beta = Some(Param::from_tensor(Tensor::from_floats([0.0, 1.0], &device)));
+        // y = γ·tanh(2·x) + β, element by element: no statistics across the row.
+        let x = Tensor::<B, 2>::from_floats([[0.5, 0.0], [-0.5, 1.0]], &device);
+        let t1 = 1f32.tanh();
+        let t2 = 2f32.tanh();
+        dyt.forward(x).into_data().assert_approx_eq::<f32>(
+            &TensorData::from([[t1, 1.0], [-t1, -3.0 * t2 + 1.0]]),
+            Tolerance::absolute(1e-6),
+        );
+    }
+
+    #[test]
+    fn scalar_affine_has_one_gamma_and_one_beta() {
+        let dyt: DynamicTanh<B> = DynamicTanhConfig::new(vec![4, 3])
+            .with_affine(Affine::Scalar)
+            .init(&Default::default());
+        assert_eq!(dyt.alpha.dims(), [1]);
+        assert_eq!(dyt.gamma.as_ref().unwrap().dims(), [1]);
+        assert_eq!(dyt.beta.as_ref().unwrap().dims(), [1]);
+    }
+
+    #[test]
+    fn display_lists_the_options() {
+        let dyt: DynamicTanh<B> = DynamicTanhConfig::new(vec![16])
+            .with_bias(false)
+            .init(&Default::default());
+        assert_eq!(
+            format!("{dyt}"),
+            "DynamicTanh {normalized_shape: [16], affine: Elementwise, bias: false, params: 17}"
+        );
+    }
+
+    #[test]
+    #[should_panic(expected = "DynamicTanhConfig.alpha_init must be finite, got NaN")]
+    fn non_finite_alpha_is_rejected() {
+        DynamicTanhConfig::new(vec![4])
+            .with_alpha_init(f64::NAN)
+            .init::<B>(&Default::default());
+    }
+
+    #[test]
+    #[should_panic(expected = "DynamicTanhConfig.normalized_shape must not contain 0, got [0]")]
+    fn zero_width_is_rejected() {
+        DynamicTanhConfig::new(vec![0]).init::<B>(&Default::default());
+    }
+
+    #[test]
+    #[should_panic(
+        expected = "DynamicTanh expected the input's trailing dimensions to be [8] (its \
+                    normalized_shape), got [9] (input shape [2, 9])"
+    )]
+    fn wrong_input_width_is_rejected() {
+        let device = Default::default();
+        let dyt: DynamicTanh<B> = DynamicTanhConfig::new(vec![8]).init(&device);
+        dyt.forward(Tensor::<B, 2>::zeros([2, 9], &device));
+    }
+}

@@ -167,3 +167,130 @@ impl<B: Backend> ModuleDisplay for LayerNorm<B> {
             .optional()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use burn::backend::{Autodiff, NdArray};
+    use burn::module::Param;
+    use burn::tensor::{Tensor, TensorData, Tolerance};
+
+    use super::*;
+
+    type B = NdArray;
+
+    fn vector(values: [f32; 2]) -> Option<Param<Tensor<B, 1>>> {
+        Some(Param::from_tensor(Tensor::from_floats(
+            values,
+            &Default::default(),
+        )))
+    }
+
+    #[test]
+    fn forward_centers_scales_and_shifts_each_row() {
+        let device = Default::default();
+        let mut norm: LayerNorm<B> = LayerNormConfig::new(vec![2]).init(&device);
+        norm.gamma = vector([2.0, 3.0]);
+        norm.beta = vector([0.5, -0.5]);
+        // Row 1: μ = 1, σ² = 1, so y = ±1/√(1 + 1e-5)·γ + β. Row 2 is constant: y = β.
+        let x = Tensor::<B, 2>::from_floats([[0.0, 2.0], [7.0, 7.0]], &device);
+        norm.forward(x).into_data().assert_approx_eq::<f32>(
+            &TensorData::from([[-1.49999, 2.499985], [0.5, -0.5]]),
+            Tolerance::absolute(1e-6),
+        );
+    }
+
+    #[test]
+    fn unbiased_variance_with_epsilon_on_the_std() {
+        let device = Default::default();
+        let norm: LayerNorm<B> = LayerNormConfig::new(vec![2])
+            .with_variance(Variance::Unbiased)
+            .with_epsilon_placement(EpsilonPlacement::AddedToStd)
+            .with_epsilon(0.25)
+            .init(&device);
+        // μ = 2, σ² = (4 + 4) / (2 − 1) = 8, y = ±2 / (√8 + 0.25).
+        let x = Tensor::<B, 2>::from_floats([[0.0, 4.0]], &device);
+        let denominator = 8f32.sqrt() + 0.25;
+        norm.forward(x).into_data().assert_approx_eq::<f32>(
+            &TensorData::from([[-2.0 / denominator, 2.0 / denominator]]),
+            Tolerance::absolute(1e-6),
+        );
+    }
+
+    #[test]
+    fn normalizes_over_the_two_trailing_dimensions() {
+        let device = Default::default();
+        let norm: LayerNorm<B> = LayerNormConfig::new(vec![2, 2])
+            .with_affine(Affine::Off)
+            .init(&device);
+        assert!(norm.gamma.is_none() && norm.beta.is_none());
+        // One slice [[1, 3], [1, 3]]: μ = 2, σ² = 1.
+        let x = Tensor::<B, 3>::from_floats([[[1.0, 3.0], [1.0, 3.0]]], &device);
+        norm.forward(x).into_data().assert_approx_eq::<f32>(
+            &TensorData::from([[[-0.999995, 0.999995], [-0.999995, 0.999995]]]),
+            Tolerance::absolute(1e-6),
+        );
+    }
+
+    #[test]
+    fn gradient_of_the_sum_reaches_beta_only() {
+        let device = Default::default();
+        let norm: LayerNorm<Autodiff<B>> = LayerNormConfig::new(vec![3]).init(&device);
+        let x = Tensor::<Autodiff<B>, 2>::from_floats([[1.0, 2.0, 4.0], [0.0, -1.0, 3.0]], &device)
+            .require_grad();
+        // Σ y = Σ_rows (Σ_j n_j·γ_j + Σ_j β_j) with Σ_j n_j = 0 and γ = 1: only β matters.
+        let grads = norm.forward(x.clone()).sum().backward();
+        x.grad(&grads)
+            .unwrap()
+            .into_data()
+            .assert_approx_eq::<f32>(&TensorData::from([[0.0; 3]; 2]), Tolerance::absolute(1e-6));
+        let beta = norm.beta.as_ref().unwrap().grad(&grads).unwrap();
+        beta.into_data()
+            .assert_approx_eq::<f32>(&TensorData::from([2.0; 3]), Tolerance::absolute(1e-6));
+    }
+
+    #[test]
+    fn display_lists_the_options() {
+        let norm: LayerNorm<B> = LayerNormConfig::new(vec![2, 8])
+            .with_affine(Affine::Scalar)
+            .with_variance(Variance::Unbiased)
+            .init(&Default::default());
+        assert_eq!(
+            format!("{norm}"),
+            "LayerNorm {normalized_shape: [2, 8], epsilon: 0.00001, affine: Scalar, bias: true, \
+             variance: Unbiased, epsilon_placement: InsideSqrt, params: 2}"
+        );
+    }
+
+    #[test]
+    #[should_panic(expected = "LayerNormConfig.epsilon must be positive and finite, got 0")]
+    fn zero_epsilon_is_rejected() {
+        LayerNormConfig::new(vec![4])
+            .with_epsilon(0.0)
+            .init::<B>(&Default::default());
+    }
+
+    #[test]
+    #[should_panic(expected = "LayerNormConfig.normalized_shape must not contain 0, got [3, 0]")]
+    fn zero_width_is_rejected() {
+        LayerNormConfig::new(vec![3, 0]).init::<B>(&Default::default());
+    }
+
+    #[test]
+    #[should_panic(
+        expected = "LayerNorm expected the input's trailing dimensions to be [4] (its \
+                    normalized_shape), got [5] (input shape [2, 5])"
+    )]
+    fn wrong_input_width_is_rejected() {
+        let device = Default::default();
+        let norm: LayerNorm<B> = LayerNormConfig::new(vec![4]).init(&device);
+        norm.forward(Tensor::<B, 2>::zeros([2, 5], &device));
+    }
+
+    #[test]
+    #[should_panic(expected = "but the input has rank 1 (shape [4])")]
+    fn input_of_lower_rank_is_rejected() {
+        let device = Default::default();
+        let norm: LayerNorm<B> = LayerNormConfig::new(vec![2, 4]).init(&device);
+        norm.forward(Tensor::<B, 1>::zeros([4], &device));
+    }
+}

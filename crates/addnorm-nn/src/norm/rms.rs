@@ -167,3 +167,93 @@ impl<B: Backend> ModuleDisplay for RmsNorm<B> {
             .optional()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use burn::backend::NdArray;
+    use burn::tensor::{Tensor, TensorData, Tolerance};
+
+    use super::*;
+
+    type B = NdArray;
+
+    #[test]
+    fn forward_divides_by_the_root_mean_square() {
+        let device = Default::default();
+        let norm: RmsNorm<B> = RmsNormConfig::new(vec![2]).with_epsilon(0.5).init(&device);
+        assert!(norm.beta.is_none(), "no β by default");
+        // mean(x²) = (9 + 16) / 2 = 12.5, √(12.5 + 0.5) = √13; the mean is not removed.
+        let x = Tensor::<B, 2>::from_floats([[3.0, 4.0], [-1.0, -1.0]], &device);
+        let r13 = 13f32.sqrt();
+        let r15 = 1.5f32.sqrt();
+        norm.forward(x).into_data().assert_approx_eq::<f32>(
+            &TensorData::from([[3.0 / r13, 4.0 / r13], [-1.0 / r15, -1.0 / r15]]),
+            Tolerance::absolute(1e-6),
+        );
+    }
+
+    #[test]
+    fn partial_reads_the_first_elements_only() {
+        let device = Default::default();
+        let norm: RmsNorm<B> = RmsNormConfig::new(vec![4])
+            .with_partial(Some(0.5))
+            .with_epsilon(1.5)
+            .init(&device);
+        assert_eq!(norm.spec().statistics_features, Some(2), "⌈0.5·4⌉");
+        // The statistics see [3, 4] only: √(12.5 + 1.5) = √14; every element is divided.
+        let x = Tensor::<B, 2>::from_floats([[3.0, 4.0, 100.0, -7.0]], &device);
+        let r = 14f32.sqrt();
+        norm.forward(x).into_data().assert_approx_eq::<f32>(
+            &TensorData::from([[3.0 / r, 4.0 / r, 100.0 / r, -7.0 / r]]),
+            Tolerance::absolute(1e-5),
+        );
+    }
+
+    #[test]
+    fn display_lists_the_options() {
+        let norm: RmsNorm<B> = RmsNormConfig::new(vec![8])
+            .with_bias(true)
+            .with_partial(Some(0.25))
+            .init(&Default::default());
+        assert_eq!(
+            format!("{norm}"),
+            "RmsNorm {normalized_shape: [8], epsilon: 0.000001, affine: Elementwise, bias: true, \
+             partial_features: Some(2), params: 16}"
+        );
+    }
+
+    #[test]
+    #[should_panic(expected = "RmsNormConfig.partial must lie in (0, 1], got 1.5")]
+    fn partial_above_one_is_rejected() {
+        RmsNormConfig::new(vec![4])
+            .with_partial(Some(1.5))
+            .init::<B>(&Default::default());
+    }
+
+    #[test]
+    #[should_panic(expected = "RmsNormConfig.epsilon must be positive and finite, got inf")]
+    fn infinite_epsilon_is_rejected() {
+        RmsNormConfig::new(vec![4])
+            .with_epsilon(f64::INFINITY)
+            .init::<B>(&Default::default());
+    }
+
+    #[test]
+    #[should_panic(
+        expected = "RmsNormConfig.normalized_shape must name at least one dimension, got []"
+    )]
+    fn empty_shape_is_rejected() {
+        RmsNormConfig::new(vec![]).init::<B>(&Default::default());
+    }
+
+    #[test]
+    #[should_panic(
+        expected = "RmsNorm expected the input's trailing dimensions to be [8] (its \
+                    normalized_shape), got [7] (input shape [2, 7])"
+    )]
+    fn wrong_input_width_is_rejected() {
+        let device = Default::default();
+        let norm: RmsNorm<B> = RmsNormConfig::new(vec![8]).init(&device);
+        norm.forward(Tensor::<B, 2>::zeros([2, 7], &device));
+    }
+}
