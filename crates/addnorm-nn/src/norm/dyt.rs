@@ -32,7 +32,7 @@ use burn::tensor::{Tensor, backend::Backend};
 use addnorm_kernels::NormBackend;
 
 use super::affine::{Affine, init_affine};
-use super::rows::{normalize_trailing, primitive, validate_normalized_shape};
+use super::rows::{display_settings, normalize_trailing, primitive, validate_normalized_shape};
 
 /// Configuration of a [`DynamicTanh`], built with [`DynamicTanhConfig::init`].
 #[derive(Config, Debug)]
@@ -125,9 +125,7 @@ impl<B: NormBackend> DynamicTanh<B> {
 
 impl<B: Backend> ModuleDisplay for DynamicTanh<B> {
     fn custom_settings(&self) -> Option<DisplaySettings> {
-        DisplaySettings::new()
-            .with_new_line_after_attribute(false)
-            .optional()
+        display_settings()
     }
 
     fn custom_content(&self, content: Content) -> Option<Content> {
@@ -149,21 +147,19 @@ mod tests {
 
     type B = NdArray;
 
+    fn init(config: DynamicTanhConfig) -> DynamicTanh<B> {
+        config.init(&Default::default())
+    }
+
     #[test]
     fn forward_scales_squashes_and_shifts() {
+        let mut dyt = init(DynamicTanhConfig::new(vec![2]).with_alpha_init(2.0));
         let device = Default::default();
-        let mut dyt: DynamicTanh<B> = DynamicTanhConfig::new(vec![2])
-            .with_alpha_init(2.0)
-            .init(&device);
-        dyt.gamma = Some(Param::from_tensor(Tensor::from_floats(
-            [1.0, -3.0],
-            &device,
-        )));
-        dyt.beta = Some(Param::from_tensor(Tensor::from_floats([0.0, 1.0], &device)));
+        dyt.gamma = Some(Param::from_data([1.0, -3.0], &device));
+        dyt.beta = Some(Param::from_data([0.0, 1.0], &device));
         // y = γ·tanh(2·x) + β, element by element: no statistics across the row.
         let x = Tensor::<B, 2>::from_floats([[0.5, 0.0], [-0.5, 1.0]], &device);
-        let t1 = 1f32.tanh();
-        let t2 = 2f32.tanh();
+        let (t1, t2) = (1f32.tanh(), 2f32.tanh());
         dyt.forward(x).into_data().assert_approx_eq::<f32>(
             &TensorData::from([[t1, 1.0], [-t1, -3.0 * t2 + 1.0]]),
             Tolerance::absolute(1e-6),
@@ -172,19 +168,15 @@ mod tests {
 
     #[test]
     fn scalar_affine_has_one_gamma_and_one_beta() {
-        let dyt: DynamicTanh<B> = DynamicTanhConfig::new(vec![4, 3])
-            .with_affine(Affine::Scalar)
-            .init(&Default::default());
+        let dyt = init(DynamicTanhConfig::new(vec![4, 3]).with_affine(Affine::Scalar));
+        let dims = |p: &Option<Param<Tensor<B, 1>>>| p.as_ref().map(|p| p.dims());
         assert_eq!(dyt.alpha.dims(), [1]);
-        assert_eq!(dyt.gamma.as_ref().unwrap().dims(), [1]);
-        assert_eq!(dyt.beta.as_ref().unwrap().dims(), [1]);
+        assert_eq!((dims(&dyt.gamma), dims(&dyt.beta)), (Some([1]), Some([1])));
     }
 
     #[test]
     fn display_lists_the_options() {
-        let dyt: DynamicTanh<B> = DynamicTanhConfig::new(vec![16])
-            .with_bias(false)
-            .init(&Default::default());
+        let dyt = init(DynamicTanhConfig::new(vec![16]).with_bias(false));
         assert_eq!(
             format!("{dyt}"),
             "DynamicTanh {normalized_shape: [16], affine: Elementwise, bias: false, params: 17}"
@@ -194,15 +186,13 @@ mod tests {
     #[test]
     #[should_panic(expected = "DynamicTanhConfig.alpha_init must be finite, got NaN")]
     fn non_finite_alpha_is_rejected() {
-        DynamicTanhConfig::new(vec![4])
-            .with_alpha_init(f64::NAN)
-            .init::<B>(&Default::default());
+        init(DynamicTanhConfig::new(vec![4]).with_alpha_init(f64::NAN));
     }
 
     #[test]
     #[should_panic(expected = "DynamicTanhConfig.normalized_shape must not contain 0, got [0]")]
     fn zero_width_is_rejected() {
-        DynamicTanhConfig::new(vec![0]).init::<B>(&Default::default());
+        init(DynamicTanhConfig::new(vec![0]));
     }
 
     #[test]
@@ -212,7 +202,6 @@ mod tests {
     )]
     fn wrong_input_width_is_rejected() {
         let device = Default::default();
-        let dyt: DynamicTanh<B> = DynamicTanhConfig::new(vec![8]).init(&device);
-        dyt.forward(Tensor::<B, 2>::zeros([2, 9], &device));
+        init(DynamicTanhConfig::new(vec![8])).forward(Tensor::<B, 2>::zeros([2, 9], &device));
     }
 }

@@ -32,13 +32,14 @@
 //! ```
 
 use burn::config::Config;
-use burn::module::{Content, DisplaySettings, Module, ModuleDisplay, Param};
-use burn::tensor::{Tensor, backend::Backend};
+use burn::module::Content;
+use burn::tensor::backend::Backend;
 
-use addnorm_kernels::{Centering, EpsilonPlacement, NormBackend, RowNormSpec, Variance};
+use addnorm_kernels::{EpsilonPlacement, RowNormSpec, Variance};
 
-use super::affine::{Affine, init_affine};
-use super::rows::{normalize_trailing, primitive, validate_epsilon, validate_normalized_shape};
+use super::affine::Affine;
+use super::row_norm::row_norm_module;
+use super::rows::{validate_epsilon, validate_normalized_shape};
 
 /// Configuration of a [`LayerNorm`], built with [`LayerNormConfig::init`].
 #[derive(Config, Debug)]
@@ -73,99 +74,37 @@ impl LayerNormConfig {
     pub fn init<B: Backend>(&self, device: &B::Device) -> LayerNorm<B> {
         validate_normalized_shape("LayerNormConfig", &self.normalized_shape);
         validate_epsilon("LayerNormConfig", self.epsilon);
-        let n = self.normalized_shape.iter().product();
-        let (gamma, beta) = init_affine(self.affine, self.bias, n, device);
-        LayerNorm {
-            gamma,
-            beta,
-            normalized_shape: self.normalized_shape.clone(),
-            affine: self.affine,
-            spec: RowNormSpec {
-                centering: Centering::MeanRemoved,
-                epsilon: self.epsilon,
-                variance: self.variance,
-                epsilon_placement: self.epsilon_placement,
-                statistics_features: None,
-            },
-        }
+        let spec = RowNormSpec {
+            variance: self.variance,
+            epsilon_placement: self.epsilon_placement,
+            ..RowNormSpec::layer_norm(self.epsilon)
+        };
+        LayerNorm::new(&self.normalized_shape, self.affine, self.bias, spec, device)
     }
 }
 
-/// Layer normalization over the trailing `normalized_shape` dimensions:
-/// `y = (x − μ) / √(σ² + ε) · γ + β` and its variants (see the [module docs](self)).
-///
-/// Built with [`LayerNormConfig`]. Its forward needs `B: NormBackend`, which takes the fused
-/// kernel where the backend has one.
-#[derive(Module, Debug)]
-#[module(custom_display)]
-pub struct LayerNorm<B: Backend> {
-    /// The learnable scale γ, flattened over the normalized shape (`[1]` for
-    /// `Affine::Scalar`), or `None` with `Affine::Off`.
-    pub gamma: Option<Param<Tensor<B, 1>>>,
-    /// The learnable shift β, shaped as γ, or `None` without bias.
-    pub beta: Option<Param<Tensor<B, 1>>>,
-    #[module(skip)]
-    normalized_shape: Vec<usize>,
-    #[module(skip)]
-    affine: Affine,
-    #[module(skip)]
-    spec: RowNormSpec,
-}
-
-impl<B: Backend> LayerNorm<B> {
-    /// The trailing dimensions this norm normalizes over.
-    pub fn normalized_shape(&self) -> &[usize] {
-        &self.normalized_shape
-    }
-
-    /// The row-wise computation this norm performs.
-    pub fn spec(&self) -> RowNormSpec {
-        self.spec
-    }
-}
-
-impl<B: NormBackend> LayerNorm<B> {
+row_norm_module! {
+    /// Layer normalization over the trailing `normalized_shape` dimensions:
+    /// `y = (x − μ) / √(σ² + ε) · γ + β` and its variants (see the [module docs](self)).
+    ///
+    /// Built with [`LayerNormConfig`]. Its forward needs `B: NormBackend`, which takes the
+    /// fused kernel where the backend has one. It shares its fields and methods with
+    /// [`RmsNorm`](super::RmsNorm) (the row-norm core, `norm/row_norm.rs`).
+    pub struct LayerNorm;
     /// Normalizes `x` over its trailing `normalized_shape` dimensions:
     /// `y = (x − μ) / √(σ² + ε) · γ + β` (or the configured variant).
-    ///
-    /// # Shapes
-    /// - input: `[..., S₀, …, S_m]`
-    /// - output: same as the input
-    ///
-    /// # Panics
-    /// If the input's trailing dimensions are not `normalized_shape`.
-    pub fn forward<const D: usize>(&self, x: Tensor<B, D>) -> Tensor<B, D> {
-        normalize_trailing("LayerNorm", &self.normalized_shape, x, |rows| {
-            B::norm_rows(
-                rows,
-                primitive(&self.gamma),
-                primitive(&self.beta),
-                self.spec,
-            )
-        })
-    }
+    fn forward;
+    display = display_variant;
 }
 
-impl<B: Backend> ModuleDisplay for LayerNorm<B> {
-    fn custom_settings(&self) -> Option<DisplaySettings> {
-        DisplaySettings::new()
-            .with_new_line_after_attribute(false)
-            .optional()
-    }
-
-    fn custom_content(&self, content: Content) -> Option<Content> {
-        content
-            .add("normalized_shape", &format!("{:?}", self.normalized_shape))
-            .add("epsilon", &self.spec.epsilon)
-            .add("affine", &format!("{:?}", self.affine))
-            .add("bias", &self.beta.is_some())
-            .add("variance", &format!("{:?}", self.spec.variance))
-            .add(
-                "epsilon_placement",
-                &format!("{:?}", self.spec.epsilon_placement),
-            )
-            .optional()
-    }
+/// LayerNorm's display adds its variant: the variance divisor and where ε goes.
+fn display_variant(spec: RowNormSpec, content: Content) -> Content {
+    content
+        .add("variance", &format!("{:?}", spec.variance))
+        .add(
+            "epsilon_placement",
+            &format!("{:?}", spec.epsilon_placement),
+        )
 }
 
 #[cfg(test)]
@@ -178,19 +117,12 @@ mod tests {
 
     type B = NdArray;
 
-    fn vector(values: [f32; 2]) -> Option<Param<Tensor<B, 1>>> {
-        Some(Param::from_tensor(Tensor::from_floats(
-            values,
-            &Default::default(),
-        )))
-    }
-
     #[test]
     fn forward_centers_scales_and_shifts_each_row() {
         let device = Default::default();
         let mut norm: LayerNorm<B> = LayerNormConfig::new(vec![2]).init(&device);
-        norm.gamma = vector([2.0, 3.0]);
-        norm.beta = vector([0.5, -0.5]);
+        norm.gamma = Some(Param::from_data([2.0, 3.0], &device));
+        norm.beta = Some(Param::from_data([0.5, -0.5], &device));
         // Row 1: μ = 1, σ² = 1, so y = ±1/√(1 + 1e-5)·γ + β. Row 2 is constant: y = β.
         let x = Tensor::<B, 2>::from_floats([[0.0, 2.0], [7.0, 7.0]], &device);
         norm.forward(x).into_data().assert_approx_eq::<f32>(
@@ -249,6 +181,17 @@ mod tests {
     }
 
     #[test]
+    #[should_panic(
+        expected = "LayerNorm expected the input's trailing dimensions to be [3, 4] (its \
+                    normalized_shape), got [3, 5] (input shape [2, 3, 5])"
+    )]
+    fn wrong_trailing_dimensions_are_rejected() {
+        let device = Default::default();
+        let norm: LayerNorm<B> = LayerNormConfig::new(vec![3, 4]).init(&device);
+        norm.forward(Tensor::<B, 3>::zeros([2, 3, 5], &device));
+    }
+
+    #[test]
     fn display_lists_the_options() {
         let norm: LayerNorm<B> = LayerNormConfig::new(vec![2, 8])
             .with_affine(Affine::Scalar)
@@ -273,17 +216,6 @@ mod tests {
     #[should_panic(expected = "LayerNormConfig.normalized_shape must not contain 0, got [3, 0]")]
     fn zero_width_is_rejected() {
         LayerNormConfig::new(vec![3, 0]).init::<B>(&Default::default());
-    }
-
-    #[test]
-    #[should_panic(
-        expected = "LayerNorm expected the input's trailing dimensions to be [4] (its \
-                    normalized_shape), got [5] (input shape [2, 5])"
-    )]
-    fn wrong_input_width_is_rejected() {
-        let device = Default::default();
-        let norm: LayerNorm<B> = LayerNormConfig::new(vec![4]).init(&device);
-        norm.forward(Tensor::<B, 2>::zeros([2, 5], &device));
     }
 
     #[test]
