@@ -2,14 +2,9 @@
 //! transformer block, or yours) can switch between LayerNorm, RMSNorm, DyT and no norm
 //! without changing its type.
 //!
-//! ```text
-//! Norm::Layer(ln)        y = (x − μ) / √(σ² + ε) · γ + β
-//! Norm::Rms(rms)         y = x / √(mean(x²) + ε) · γ
-//! Norm::DynamicTanh(d)   y = γ · tanh(α·x) + β
-//! Norm::Identity         y = x
-//! Norm::BurnLayer(ln)    burn::nn::LayerNorm, the baseline (last dimension only)
-//! Norm::BurnRms(rms)     burn::nn::RmsNorm, the baseline (last dimension only)
-//! ```
+//! Each variant computes its module's formula (see [the table](super) of the norms);
+//! `Norm::Identity` is `y = x`, and `Norm::BurnLayer` / `Norm::BurnRms` are Burn's own
+//! modules, the baselines, over the last dimension only.
 //!
 //! # Shapes
 //! - input: `[..., S₀, …, S_m]`; output: same as the input
