@@ -12,8 +12,9 @@
 //!   [`kernels::composite::ForceComposite`] and the fused-call counters.
 //!
 //! # Formula
-//! `y = (x − μ) / √(σ² + ε) · γ + β` over the trailing `normalized_shape` dimensions, and
-//! the variants listed in [`nn`].
+//! `y = (x − μ) / √(σ² + ε) · γ + β` over the trailing `normalized_shape` dimensions; see
+//! [`nn::norm`] for the table of every norm and [`nn::Placement`] for the residual
+//! placements.
 //!
 //! # Shapes
 //! Every norm maps `[..., S₀, …, S_m]` to the same shape.

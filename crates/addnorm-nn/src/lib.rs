@@ -3,11 +3,8 @@
 //! transformer (attention, feed-forward, residual Add & Norm in every placement) built on them.
 //!
 //! # Formulas
-//! ```text
-//! LayerNorm     y = (x − μ) / √(σ² + ε) · γ + β     σ² ÷ n or ÷ (n − 1); ε inside √ or on σ
-//! RmsNorm       y = x / √(mean(x²) + ε) · γ (+ β)    optionally over the first ⌈p·n⌉ (pRMSNorm)
-//! DynamicTanh   y = γ · tanh(α·x) + β
-//! ```
+//! See [`norm`] for the table of the norms (LayerNorm `y = (x − μ) / √(σ² + ε) · γ + β` and
+//! the others) and [`Placement`] for the residual placements.
 //!
 //! # Shapes
 //! Every norm maps `[..., S₀, …, S_m]` to the same shape, with `normalized_shape =

@@ -1,15 +1,7 @@
 //! [`AddNorm`]: one residual connection around one sublayer, with its norms placed as the
-//! [`Placement`] says. This is the "Add & Norm" of the Transformer, generalized.
-//!
-//! ```text
-//! Post      Norm(x + F(x))
-//! Pre       x + F(Norm(x))
-//! Peri      x + Norm(F(Norm(x)))
-//! DeepNorm  Norm(α·x + F(x))
-//! ReZero    x + a·F(x)
-//! None      x + F(x)
-//! ```
-//! (What is added to the residual passes through dropout first.)
+//! [`Placement`] says. This is the "Add & Norm" of the Transformer, generalized; see
+//! [`Placement`] for the formulas, which [`AddNorm::forward`] follows line by line. (What is
+//! added to the residual passes through dropout first.)
 //!
 //! # Shapes
 //! - input `x` and `F(x)`: `[batch, seq, d_model]`; output: the same

@@ -1,11 +1,6 @@
 //! The transformer: [`MultiHeadSelfAttention`], [`FeedForward`], the residual
 //! [`AddNorm`] with every [`Placement`], [`TransformerBlock`] and the causal-LM
-//! [`TransformerStack`].
-//!
-//! ```text
-//! Post  x = Norm(x + F(x))      Pre  x = x + F(Norm(x))      Peri  x = x + Norm(F(Norm(x)))
-//! DeepNorm  x = Norm(α·x + F(x))      ReZero  x = x + a·F(x)      None  x = x + F(x)
-//! ```
+//! [`TransformerStack`]. See [`Placement`] for the formulas of the residual placements.
 //!
 //! # Shapes
 //! Blocks map `[batch, seq, d_model]` to itself; the stack maps token ids `[batch, seq]`

@@ -1,23 +1,27 @@
-//! Where the normalization sits relative to the residual connection: [`Placement`].
-//!
-//! For a sublayer F (attention or feed-forward) and the residual stream x:
-//!
-//! ```text
-//! Post      x ← Norm(x + F(x))                 Vaswani et al. 2017; the seeds' "Add & Norm"
-//! Pre       x ← x + F(Norm(x))                 plus a final Norm after the stack
-//! Peri      x ← x + Norm(F(Norm(x)))           "Sandwich"; plus a final Norm
-//! DeepNorm  x ← Norm(α·x + F(x))               α = (2N)^¼; W^V, W^O, W₁, W₂ scaled by β = (8N)^−¼
-//! ReZero    x ← x + a·F(x)                     a learnable, starts at 0; no norm
-//! None      x ← x + F(x)                       no norm at all
-//! ```
+//! Where the normalization sits relative to the residual connection: [`Placement`], whose
+//! docs hold the formula of every placement (the one table of them in the workspace; other
+//! docs link to it).
 //!
 //! # Shapes
 //! Every placement maps the residual stream `[batch, seq, d_model]` to the same shape.
 
 use serde::{Deserialize, Serialize};
 
-/// The residual placement of the norms; see the [module docs](self) for the formulas. New
-/// placements may be added, so matches need a wildcard arm.
+/// The residual placement of the norms. New placements may be added, so matches need a
+/// wildcard arm.
+///
+/// For a sublayer F (attention or feed-forward) and the residual stream x:
+///
+/// ```text
+/// Post      x ← Norm(x + F(x))                 Vaswani et al. 2017; the seeds' "Add & Norm"
+/// Pre       x ← x + F(Norm(x))                 plus a final Norm after the stack
+/// Peri      x ← x + Norm(F(Norm(x)))           "Sandwich"; plus a final Norm
+/// DeepNorm  x ← Norm(α·x + F(x))               α = (2N)^¼; W^V, W^O, W₁, W₂ scaled by β = (8N)^−¼
+/// ReZero    x ← x + a·F(x)                     a learnable, starts at 0; no norm
+/// None      x ← x + F(x)                       no norm at all
+/// ```
+///
+/// [`AddNorm::forward`](super::AddNorm::forward) is this table in code.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 #[non_exhaustive]
 pub enum Placement {

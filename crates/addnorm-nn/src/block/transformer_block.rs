@@ -2,11 +2,10 @@
 //! [`AddNorm`] residual connection placed as the [`Placement`] says.
 //!
 //! ```text
-//! Post:  x = Norm(x + MHSA(x));            x = Norm(x + FFN(x))
-//! Pre:   x = x + MHSA(Norm(x));            x = x + FFN(Norm(x))
-//! Peri:  x = x + Norm(MHSA(Norm(x)));      x = x + Norm(FFN(Norm(x)))
-//! DeepNorm, ReZero, None: see [`Placement`]
+//! x = attention_residual(x, F = MHSA)
+//! x = feed_forward_residual(x, F = FFN)
 //! ```
+//! each one the [`Placement`]'s formula with that F (see [`Placement`] for the table).
 //!
 //! # Shapes
 //! - input: `[batch, seq, d_model]`; output: the same

@@ -2,14 +2,9 @@
 //! transformer block, or yours) can switch between LayerNorm, RMSNorm, DyT and no norm
 //! without changing its type.
 //!
-//! ```text
-//! Norm::Layer(ln)        y = (x − μ) / √(σ² + ε) · γ + β
-//! Norm::Rms(rms)         y = x / √(mean(x²) + ε) · γ
-//! Norm::DynamicTanh(d)   y = γ · tanh(α·x) + β
-//! Norm::Identity         y = x
-//! Norm::BurnLayer(ln)    burn::nn::LayerNorm, the baseline (last dimension only)
-//! Norm::BurnRms(rms)     burn::nn::RmsNorm, the baseline (last dimension only)
-//! ```
+//! Each variant computes its module's formula (see [the table](super) of the norms);
+//! `Norm::Identity` is `y = x`, and `Norm::BurnLayer` / `Norm::BurnRms` are Burn's own
+//! modules, the baselines, over the last dimension only.
 //!
 //! # Shapes
 //! - input: `[..., S₀, …, S_m]`; output: same as the input
@@ -224,5 +219,101 @@ impl<B: Backend> From<DynamicTanh<B>> for Norm<B> {
 impl<B: Backend> From<Identity> for Norm<B> {
     fn from(value: Identity) -> Self {
         Self::Identity(value)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use burn::backend::NdArray;
+    use burn::tensor::{TensorData, Tolerance};
+
+    use super::*;
+
+    type B = NdArray;
+
+    fn x() -> Tensor<B, 2> {
+        Tensor::from_floats([[3.0, 4.0]], &Default::default())
+    }
+
+    #[test]
+    fn each_kind_computes_its_own_formula() {
+        let device = Default::default();
+        let cases = [
+            (NormConfig::layer(2), [-0.99998, 0.99998]), // (x − 3.5) / √(0.25 + 1e-5)
+            (NormConfig::rms(2), [0.848528, 1.131371]),  // x / √(12.5 + 1e-6)
+            (NormConfig::dynamic_tanh(2), [0.905148, 0.964028]), // tanh(0.5·x)
+            (NormConfig::Identity, [3.0, 4.0]),
+        ];
+        for (config, expected) in cases {
+            let norm: Norm<B> = config.init(&device);
+            norm.forward(x())
+                .into_data()
+                .assert_approx_eq::<f32>(&TensorData::from([expected]), Tolerance::absolute(1e-5));
+        }
+    }
+
+    #[test]
+    fn with_normalized_shape_keeps_the_options() {
+        let config = NormConfig::from(RmsNormConfig::new(vec![4]).with_bias(true))
+            .with_normalized_shape(vec![2, 6]);
+        let NormConfig::Rms(rms) = &config else {
+            panic!("expected Rms, got {}", config.kind_name());
+        };
+        assert_eq!(rms.normalized_shape, [2, 6]);
+        assert!(rms.bias);
+        // Burn's baselines span the last dimension only.
+        let burn = NormConfig::BurnLayer(burn::nn::LayerNormConfig::new(4))
+            .with_normalized_shape(vec![2, 6]);
+        let NormConfig::BurnLayer(ln) = &burn else {
+            panic!("expected BurnLayer, got {}", burn.kind_name());
+        };
+        assert_eq!(ln.d_model, 6);
+    }
+
+    #[test]
+    fn kind_names() {
+        let names: Vec<_> = [
+            NormConfig::layer(1),
+            NormConfig::rms(1),
+            NormConfig::dynamic_tanh(1),
+            NormConfig::Identity,
+            NormConfig::BurnLayer(burn::nn::LayerNormConfig::new(1)),
+            NormConfig::BurnRms(burn::nn::RmsNormConfig::new(1)),
+        ]
+        .iter()
+        .map(NormConfig::kind_name)
+        .collect();
+        assert_eq!(
+            names,
+            ["layer", "rms", "dyt", "identity", "burn-layer", "burn-rms"]
+        );
+    }
+
+    #[test]
+    fn display_shows_the_chosen_module() {
+        let device = Default::default();
+        let layer: Norm<B> = NormConfig::layer(4).init(&device);
+        assert_eq!(
+            format!("{layer}"),
+            "Layer {\n  _0: LayerNorm {normalized_shape: [4], epsilon: 0.00001, affine: \
+             Elementwise, bias: true, variance: Biased, epsilon_placement: InsideSqrt, \
+             params: 8}\n  params: 8\n}"
+        );
+        let identity: Norm<B> = NormConfig::Identity.init(&device);
+        assert_eq!(format!("{identity}"), "Identity {\n  _0: Identity\n}");
+    }
+
+    #[test]
+    #[should_panic(expected = "RmsNormConfig.normalized_shape must not contain 0, got [0]")]
+    fn init_panics_as_the_chosen_config() {
+        NormConfig::rms(0).init::<B>(&Default::default());
+    }
+
+    #[test]
+    #[should_panic(expected = "LayerNorm expected the input's trailing dimensions to be [3]")]
+    fn forward_panics_as_the_chosen_module() {
+        NormConfig::layer(3)
+            .init::<B>(&Default::default())
+            .forward(x());
     }
 }

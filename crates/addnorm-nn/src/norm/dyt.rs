@@ -32,7 +32,7 @@ use burn::tensor::{Tensor, backend::Backend};
 use addnorm_kernels::NormBackend;
 
 use super::affine::{Affine, init_affine};
-use super::rows::{normalize_trailing, primitive, validate_normalized_shape};
+use super::rows::{display_settings, normalize_trailing, primitive, validate_normalized_shape};
 
 /// Configuration of a [`DynamicTanh`], built with [`DynamicTanhConfig::init`].
 #[derive(Config, Debug)]
@@ -125,9 +125,7 @@ impl<B: NormBackend> DynamicTanh<B> {
 
 impl<B: Backend> ModuleDisplay for DynamicTanh<B> {
     fn custom_settings(&self) -> Option<DisplaySettings> {
-        DisplaySettings::new()
-            .with_new_line_after_attribute(false)
-            .optional()
+        display_settings()
     }
 
     fn custom_content(&self, content: Content) -> Option<Content> {
@@ -136,5 +134,74 @@ impl<B: Backend> ModuleDisplay for DynamicTanh<B> {
             .add("affine", &format!("{:?}", self.affine))
             .add("bias", &self.beta.is_some())
             .optional()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use burn::backend::NdArray;
+    use burn::module::Param;
+    use burn::tensor::{Tensor, TensorData, Tolerance};
+
+    use super::*;
+
+    type B = NdArray;
+
+    fn init(config: DynamicTanhConfig) -> DynamicTanh<B> {
+        config.init(&Default::default())
+    }
+
+    #[test]
+    fn forward_scales_squashes_and_shifts() {
+        let mut dyt = init(DynamicTanhConfig::new(vec![2]).with_alpha_init(2.0));
+        let device = Default::default();
+        dyt.gamma = Some(Param::from_data([1.0, -3.0], &device));
+        dyt.beta = Some(Param::from_data([0.0, 1.0], &device));
+        // y = γ·tanh(2·x) + β, element by element: no statistics across the row.
+        let x = Tensor::<B, 2>::from_floats([[0.5, 0.0], [-0.5, 1.0]], &device);
+        let (t1, t2) = (1f32.tanh(), 2f32.tanh());
+        dyt.forward(x).into_data().assert_approx_eq::<f32>(
+            &TensorData::from([[t1, 1.0], [-t1, -3.0 * t2 + 1.0]]),
+            Tolerance::absolute(1e-6),
+        );
+    }
+
+    #[test]
+    fn scalar_affine_has_one_gamma_and_one_beta() {
+        let dyt = init(DynamicTanhConfig::new(vec![4, 3]).with_affine(Affine::Scalar));
+        let dims = |p: &Option<Param<Tensor<B, 1>>>| p.as_ref().map(|p| p.dims());
+        assert_eq!(dyt.alpha.dims(), [1]);
+        assert_eq!((dims(&dyt.gamma), dims(&dyt.beta)), (Some([1]), Some([1])));
+    }
+
+    #[test]
+    fn display_lists_the_options() {
+        let dyt = init(DynamicTanhConfig::new(vec![16]).with_bias(false));
+        assert_eq!(
+            format!("{dyt}"),
+            "DynamicTanh {normalized_shape: [16], affine: Elementwise, bias: false, params: 17}"
+        );
+    }
+
+    #[test]
+    #[should_panic(expected = "DynamicTanhConfig.alpha_init must be finite, got NaN")]
+    fn non_finite_alpha_is_rejected() {
+        init(DynamicTanhConfig::new(vec![4]).with_alpha_init(f64::NAN));
+    }
+
+    #[test]
+    #[should_panic(expected = "DynamicTanhConfig.normalized_shape must not contain 0, got [0]")]
+    fn zero_width_is_rejected() {
+        init(DynamicTanhConfig::new(vec![0]));
+    }
+
+    #[test]
+    #[should_panic(
+        expected = "DynamicTanh expected the input's trailing dimensions to be [8] (its \
+                    normalized_shape), got [9] (input shape [2, 9])"
+    )]
+    fn wrong_input_width_is_rejected() {
+        let device = Default::default();
+        init(DynamicTanhConfig::new(vec![8])).forward(Tensor::<B, 2>::zeros([2, 9], &device));
     }
 }

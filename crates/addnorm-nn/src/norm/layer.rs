@@ -32,13 +32,14 @@
 //! ```
 
 use burn::config::Config;
-use burn::module::{Content, DisplaySettings, Module, ModuleDisplay, Param};
-use burn::tensor::{Tensor, backend::Backend};
+use burn::module::Content;
+use burn::tensor::backend::Backend;
 
-use addnorm_kernels::{Centering, EpsilonPlacement, NormBackend, RowNormSpec, Variance};
+use addnorm_kernels::{EpsilonPlacement, RowNormSpec, Variance};
 
-use super::affine::{Affine, init_affine};
-use super::rows::{normalize_trailing, primitive, validate_epsilon, validate_normalized_shape};
+use super::affine::Affine;
+use super::row_norm::row_norm_module;
+use super::rows::{validate_epsilon, validate_normalized_shape};
 
 /// Configuration of a [`LayerNorm`], built with [`LayerNormConfig::init`].
 #[derive(Config, Debug)]
@@ -73,97 +74,155 @@ impl LayerNormConfig {
     pub fn init<B: Backend>(&self, device: &B::Device) -> LayerNorm<B> {
         validate_normalized_shape("LayerNormConfig", &self.normalized_shape);
         validate_epsilon("LayerNormConfig", self.epsilon);
-        let n = self.normalized_shape.iter().product();
-        let (gamma, beta) = init_affine(self.affine, self.bias, n, device);
-        LayerNorm {
-            gamma,
-            beta,
-            normalized_shape: self.normalized_shape.clone(),
-            affine: self.affine,
-            spec: RowNormSpec {
-                centering: Centering::MeanRemoved,
-                epsilon: self.epsilon,
-                variance: self.variance,
-                epsilon_placement: self.epsilon_placement,
-                statistics_features: None,
-            },
-        }
+        let spec = RowNormSpec {
+            variance: self.variance,
+            epsilon_placement: self.epsilon_placement,
+            ..RowNormSpec::layer_norm(self.epsilon)
+        };
+        LayerNorm::new(&self.normalized_shape, self.affine, self.bias, spec, device)
     }
 }
 
-/// Layer normalization over the trailing `normalized_shape` dimensions:
-/// `y = (x − μ) / √(σ² + ε) · γ + β` and its variants (see the [module docs](self)).
-///
-/// Built with [`LayerNormConfig`]. Its forward needs `B: NormBackend`, which takes the fused
-/// kernel where the backend has one.
-#[derive(Module, Debug)]
-#[module(custom_display)]
-pub struct LayerNorm<B: Backend> {
-    /// The learnable scale γ, flattened over the normalized shape (`[1]` for
-    /// `Affine::Scalar`), or `None` with `Affine::Off`.
-    pub gamma: Option<Param<Tensor<B, 1>>>,
-    /// The learnable shift β, shaped as γ, or `None` without bias.
-    pub beta: Option<Param<Tensor<B, 1>>>,
-    #[module(skip)]
-    normalized_shape: Vec<usize>,
-    #[module(skip)]
-    affine: Affine,
-    #[module(skip)]
-    spec: RowNormSpec,
-}
-
-impl<B: Backend> LayerNorm<B> {
-    /// The trailing dimensions this norm normalizes over.
-    pub fn normalized_shape(&self) -> &[usize] {
-        &self.normalized_shape
-    }
-
-    /// The row-wise computation this norm performs.
-    pub fn spec(&self) -> RowNormSpec {
-        self.spec
-    }
-}
-
-impl<B: NormBackend> LayerNorm<B> {
+row_norm_module! {
+    /// Layer normalization over the trailing `normalized_shape` dimensions:
+    /// `y = (x − μ) / √(σ² + ε) · γ + β` and its variants (see the [module docs](self)).
+    ///
+    /// Built with [`LayerNormConfig`]. Its forward needs `B: NormBackend`, which takes the
+    /// fused kernel where the backend has one. It shares its fields and methods with
+    /// [`RmsNorm`](super::RmsNorm) (the row-norm core, `norm/row_norm.rs`).
+    pub struct LayerNorm;
     /// Normalizes `x` over its trailing `normalized_shape` dimensions:
     /// `y = (x − μ) / √(σ² + ε) · γ + β` (or the configured variant).
-    ///
-    /// # Shapes
-    /// - input: `[..., S₀, …, S_m]`
-    /// - output: same as the input
-    ///
-    /// # Panics
-    /// If the input's trailing dimensions are not `normalized_shape`.
-    pub fn forward<const D: usize>(&self, x: Tensor<B, D>) -> Tensor<B, D> {
-        normalize_trailing("LayerNorm", &self.normalized_shape, x, |rows| {
-            B::norm_rows(
-                rows,
-                primitive(&self.gamma),
-                primitive(&self.beta),
-                self.spec,
-            )
-        })
-    }
+    fn forward;
+    display = display_variant;
 }
 
-impl<B: Backend> ModuleDisplay for LayerNorm<B> {
-    fn custom_settings(&self) -> Option<DisplaySettings> {
-        DisplaySettings::new()
-            .with_new_line_after_attribute(false)
-            .optional()
+/// LayerNorm's display adds its variant: the variance divisor and where ε goes.
+fn display_variant(spec: RowNormSpec, content: Content) -> Content {
+    content
+        .add("variance", &format!("{:?}", spec.variance))
+        .add(
+            "epsilon_placement",
+            &format!("{:?}", spec.epsilon_placement),
+        )
+}
+
+#[cfg(test)]
+mod tests {
+    use burn::backend::{Autodiff, NdArray};
+    use burn::module::Param;
+    use burn::tensor::{Tensor, TensorData, Tolerance};
+
+    use super::*;
+
+    type B = NdArray;
+
+    #[test]
+    fn forward_centers_scales_and_shifts_each_row() {
+        let device = Default::default();
+        let mut norm: LayerNorm<B> = LayerNormConfig::new(vec![2]).init(&device);
+        norm.gamma = Some(Param::from_data([2.0, 3.0], &device));
+        norm.beta = Some(Param::from_data([0.5, -0.5], &device));
+        // Row 1: μ = 1, σ² = 1, so y = ±1/√(1 + 1e-5)·γ + β. Row 2 is constant: y = β.
+        let x = Tensor::<B, 2>::from_floats([[0.0, 2.0], [7.0, 7.0]], &device);
+        norm.forward(x).into_data().assert_approx_eq::<f32>(
+            &TensorData::from([[-1.49999, 2.499985], [0.5, -0.5]]),
+            Tolerance::absolute(1e-6),
+        );
     }
 
-    fn custom_content(&self, content: Content) -> Option<Content> {
-        content
-            .add("normalized_shape", &format!("{:?}", self.normalized_shape))
-            .add("epsilon", &self.spec.epsilon)
-            .add("affine", &format!("{:?}", self.affine))
-            .add("bias", &self.beta.is_some())
-            .add("variance", &format!("{:?}", self.spec.variance))
-            .add(
-                "epsilon_placement",
-                &format!("{:?}", self.spec.epsilon_placement),
-            )
-            .optional()
+    #[test]
+    fn unbiased_variance_with_epsilon_on_the_std() {
+        let device = Default::default();
+        let norm: LayerNorm<B> = LayerNormConfig::new(vec![2])
+            .with_variance(Variance::Unbiased)
+            .with_epsilon_placement(EpsilonPlacement::AddedToStd)
+            .with_epsilon(0.25)
+            .init(&device);
+        // μ = 2, σ² = (4 + 4) / (2 − 1) = 8, y = ±2 / (√8 + 0.25).
+        let x = Tensor::<B, 2>::from_floats([[0.0, 4.0]], &device);
+        let denominator = 8f32.sqrt() + 0.25;
+        norm.forward(x).into_data().assert_approx_eq::<f32>(
+            &TensorData::from([[-2.0 / denominator, 2.0 / denominator]]),
+            Tolerance::absolute(1e-6),
+        );
+    }
+
+    #[test]
+    fn normalizes_over_the_two_trailing_dimensions() {
+        let device = Default::default();
+        let norm: LayerNorm<B> = LayerNormConfig::new(vec![2, 2])
+            .with_affine(Affine::Off)
+            .init(&device);
+        assert!(norm.gamma.is_none() && norm.beta.is_none());
+        // One slice [[1, 3], [1, 3]]: μ = 2, σ² = 1.
+        let x = Tensor::<B, 3>::from_floats([[[1.0, 3.0], [1.0, 3.0]]], &device);
+        norm.forward(x).into_data().assert_approx_eq::<f32>(
+            &TensorData::from([[[-0.999995, 0.999995], [-0.999995, 0.999995]]]),
+            Tolerance::absolute(1e-6),
+        );
+    }
+
+    #[test]
+    fn gradient_of_the_sum_reaches_beta_only() {
+        let device = Default::default();
+        let norm: LayerNorm<Autodiff<B>> = LayerNormConfig::new(vec![3]).init(&device);
+        let x = Tensor::<Autodiff<B>, 2>::from_floats([[1.0, 2.0, 4.0], [0.0, -1.0, 3.0]], &device)
+            .require_grad();
+        // Σ y = Σ_rows (Σ_j n_j·γ_j + Σ_j β_j) with Σ_j n_j = 0 and γ = 1: only β matters.
+        let grads = norm.forward(x.clone()).sum().backward();
+        x.grad(&grads)
+            .unwrap()
+            .into_data()
+            .assert_approx_eq::<f32>(&TensorData::from([[0.0; 3]; 2]), Tolerance::absolute(1e-6));
+        let beta = norm.beta.as_ref().unwrap().grad(&grads).unwrap();
+        beta.into_data()
+            .assert_approx_eq::<f32>(&TensorData::from([2.0; 3]), Tolerance::absolute(1e-6));
+    }
+
+    #[test]
+    #[should_panic(
+        expected = "LayerNorm expected the input's trailing dimensions to be [3, 4] (its \
+                    normalized_shape), got [3, 5] (input shape [2, 3, 5])"
+    )]
+    fn wrong_trailing_dimensions_are_rejected() {
+        let device = Default::default();
+        let norm: LayerNorm<B> = LayerNormConfig::new(vec![3, 4]).init(&device);
+        norm.forward(Tensor::<B, 3>::zeros([2, 3, 5], &device));
+    }
+
+    #[test]
+    fn display_lists_the_options() {
+        let norm: LayerNorm<B> = LayerNormConfig::new(vec![2, 8])
+            .with_affine(Affine::Scalar)
+            .with_variance(Variance::Unbiased)
+            .init(&Default::default());
+        assert_eq!(
+            format!("{norm}"),
+            "LayerNorm {normalized_shape: [2, 8], epsilon: 0.00001, affine: Scalar, bias: true, \
+             variance: Unbiased, epsilon_placement: InsideSqrt, params: 2}"
+        );
+    }
+
+    #[test]
+    #[should_panic(expected = "LayerNormConfig.epsilon must be positive and finite, got 0")]
+    fn zero_epsilon_is_rejected() {
+        LayerNormConfig::new(vec![4])
+            .with_epsilon(0.0)
+            .init::<B>(&Default::default());
+    }
+
+    #[test]
+    #[should_panic(expected = "LayerNormConfig.normalized_shape must not contain 0, got [3, 0]")]
+    fn zero_width_is_rejected() {
+        LayerNormConfig::new(vec![3, 0]).init::<B>(&Default::default());
+    }
+
+    #[test]
+    #[should_panic(expected = "but the input has rank 1 (shape [4])")]
+    fn input_of_lower_rank_is_rejected() {
+        let device = Default::default();
+        let norm: LayerNorm<B> = LayerNormConfig::new(vec![2, 4]).init(&device);
+        norm.forward(Tensor::<B, 1>::zeros([4], &device));
     }
 }

@@ -2,11 +2,12 @@
 //! among them from a config.
 //!
 //! Each one maps `x: [..., S₀, …, S_m]` to the same shape, normalizing over the trailing
-//! `normalized_shape = [S₀, …, S_m]`:
+//! `normalized_shape = [S₀, …, S_m]`. This is the one table of their formulas; each module's
+//! docs give its variants in full, and other docs link here:
 //!
 //! ```text
-//! LayerNorm     y = (x − μ) / √(σ² + ε) · γ + β     (and its variants)
-//! RmsNorm       y = x / √(mean(x²) + ε) · γ (+ β)
+//! LayerNorm     y = (x − μ) / √(σ² + ε) · γ + β     σ² ÷ n or ÷ (n − 1); ε inside √ or on σ
+//! RmsNorm       y = x / √(mean(x²) + ε) · γ (+ β)    optionally over the first ⌈p·n⌉ (pRMSNorm)
 //! DynamicTanh   y = γ · tanh(α·x) + β
 //! ```
 
@@ -15,6 +16,7 @@ mod choice;
 pub mod dyt;
 pub mod layer;
 pub mod rms;
+mod row_norm;
 mod rows;
 
 pub use affine::Affine;

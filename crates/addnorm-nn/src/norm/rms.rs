@@ -7,8 +7,9 @@
 //! y   = x / rms · γ (+ β)
 //! ```
 //!
-//! It shares LayerNorm's machinery: the same [`RowNormSpec`] with
-//! [`Centering::RootMeanSquare`], the same flattening, the same kernels.
+//! It is LayerNorm's row-norm core (`norm/row_norm.rs`) with another [`RowNormSpec`]:
+//! [`Centering::RootMeanSquare`](addnorm_kernels::Centering::RootMeanSquare) instead of the
+//! mean removed; the same flattening, the same kernels.
 //!
 //! # Shapes
 //! - input: `[..., S₀, …, S_m]` where `normalized_shape = [S₀, …, S_m]`
@@ -31,13 +32,14 @@
 //! ```
 
 use burn::config::Config;
-use burn::module::{Content, DisplaySettings, Module, ModuleDisplay, Param};
-use burn::tensor::{Tensor, backend::Backend};
+use burn::module::Content;
+use burn::tensor::backend::Backend;
 
-use addnorm_kernels::{Centering, EpsilonPlacement, NormBackend, RowNormSpec, Variance};
+use addnorm_kernels::RowNormSpec;
 
-use super::affine::{Affine, init_affine};
-use super::rows::{normalize_trailing, primitive, validate_epsilon, validate_normalized_shape};
+use super::affine::Affine;
+use super::row_norm::row_norm_module;
+use super::rows::{validate_epsilon, validate_normalized_shape};
 
 /// Configuration of an [`RmsNorm`], built with [`RmsNormConfig::init`].
 #[derive(Config, Debug)]
@@ -69,101 +71,134 @@ impl RmsNormConfig {
         validate_normalized_shape("RmsNormConfig", &self.normalized_shape);
         validate_epsilon("RmsNormConfig", self.epsilon);
         let n: usize = self.normalized_shape.iter().product();
-        let statistics_features = self.partial.map(|p| {
-            assert!(
-                p > 0.0 && p <= 1.0,
-                "RmsNormConfig.partial must lie in (0, 1], got {p}"
-            );
-            ((p * n as f64).ceil() as usize).clamp(1, n)
-        });
-        let (gamma, beta) = init_affine(self.affine, self.bias, n, device);
-        RmsNorm {
-            gamma,
-            beta,
-            normalized_shape: self.normalized_shape.clone(),
-            affine: self.affine,
-            spec: RowNormSpec {
-                centering: Centering::RootMeanSquare,
-                epsilon: self.epsilon,
-                variance: Variance::Biased,
-                epsilon_placement: EpsilonPlacement::InsideSqrt,
-                statistics_features,
-            },
-        }
+        let spec = RowNormSpec {
+            statistics_features: self.partial.map(|p| partial_features(p, n)),
+            ..RowNormSpec::rms_norm(self.epsilon)
+        };
+        RmsNorm::new(&self.normalized_shape, self.affine, self.bias, spec, device)
     }
 }
 
-/// RMS normalization over the trailing `normalized_shape` dimensions:
-/// `y = x / √(mean(x²) + ε) · γ (+ β)` (see the [module docs](self)).
+/// pRMSNorm's `k = ⌈p·n⌉`, at least 1.
 ///
-/// Built with [`RmsNormConfig`].
-#[derive(Module, Debug)]
-#[module(custom_display)]
-pub struct RmsNorm<B: Backend> {
-    /// The learnable scale γ, flattened over the normalized shape (`[1]` for
-    /// `Affine::Scalar`), or `None` with `Affine::Off`.
-    pub gamma: Option<Param<Tensor<B, 1>>>,
-    /// The learnable shift β, shaped as γ, or `None` without bias (the default).
-    pub beta: Option<Param<Tensor<B, 1>>>,
-    #[module(skip)]
-    normalized_shape: Vec<usize>,
-    #[module(skip)]
-    affine: Affine,
-    #[module(skip)]
-    spec: RowNormSpec,
+/// # Panics
+/// If `p` is outside (0, 1].
+fn partial_features(p: f64, n: usize) -> usize {
+    assert!(
+        p > 0.0 && p <= 1.0,
+        "RmsNormConfig.partial must lie in (0, 1], got {p}"
+    );
+    ((p * n as f64).ceil() as usize).clamp(1, n)
 }
 
-impl<B: Backend> RmsNorm<B> {
-    /// The trailing dimensions this norm normalizes over.
-    pub fn normalized_shape(&self) -> &[usize] {
-        &self.normalized_shape
-    }
-
-    /// The row-wise computation this norm performs.
-    pub fn spec(&self) -> RowNormSpec {
-        self.spec
-    }
-}
-
-impl<B: NormBackend> RmsNorm<B> {
+row_norm_module! {
+    /// RMS normalization over the trailing `normalized_shape` dimensions:
+    /// `y = x / √(mean(x²) + ε) · γ (+ β)` (see the [module docs](self)).
+    ///
+    /// Built with [`RmsNormConfig`]. It shares its fields and methods with
+    /// [`LayerNorm`](super::LayerNorm) (the row-norm core, `norm/row_norm.rs`).
+    pub struct RmsNorm;
     /// Divides `x` by its root mean square over the trailing `normalized_shape` dimensions,
     /// then scales by γ (and shifts by β).
-    ///
-    /// # Shapes
-    /// - input: `[..., S₀, …, S_m]`
-    /// - output: same as the input
-    ///
-    /// # Panics
-    /// If the input's trailing dimensions are not `normalized_shape`.
-    pub fn forward<const D: usize>(&self, x: Tensor<B, D>) -> Tensor<B, D> {
-        normalize_trailing("RmsNorm", &self.normalized_shape, x, |rows| {
-            B::norm_rows(
-                rows,
-                primitive(&self.gamma),
-                primitive(&self.beta),
-                self.spec,
-            )
-        })
-    }
+    fn forward;
+    display = display_variant;
 }
 
-impl<B: Backend> ModuleDisplay for RmsNorm<B> {
-    fn custom_settings(&self) -> Option<DisplaySettings> {
-        DisplaySettings::new()
-            .with_new_line_after_attribute(false)
-            .optional()
+/// RMSNorm's display adds how many features the statistics read (pRMSNorm), if not all.
+fn display_variant(spec: RowNormSpec, content: Content) -> Content {
+    content.add(
+        "partial_features",
+        &format!("{:?}", spec.statistics_features),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use burn::backend::NdArray;
+    use burn::tensor::{Tensor, TensorData, Tolerance};
+
+    use super::*;
+
+    type B = NdArray;
+
+    fn init(config: RmsNormConfig) -> RmsNorm<B> {
+        config.init(&Default::default())
     }
 
-    fn custom_content(&self, content: Content) -> Option<Content> {
-        content
-            .add("normalized_shape", &format!("{:?}", self.normalized_shape))
-            .add("epsilon", &self.spec.epsilon)
-            .add("affine", &format!("{:?}", self.affine))
-            .add("bias", &self.beta.is_some())
-            .add(
-                "partial_features",
-                &format!("{:?}", self.spec.statistics_features),
-            )
-            .optional()
+    fn input<const R: usize, const N: usize>(rows: [[f32; N]; R]) -> Tensor<B, 2> {
+        Tensor::from_floats(rows, &Default::default())
+    }
+
+    #[test]
+    fn forward_divides_by_the_root_mean_square() {
+        let norm = init(RmsNormConfig::new(vec![2]).with_epsilon(0.5));
+        assert!(norm.beta.is_none(), "no β by default");
+        // mean(x²) = (9 + 16) / 2 = 12.5, √(12.5 + 0.5) = √13; the mean is not removed.
+        let (r13, r15) = (13f32.sqrt(), 1.5f32.sqrt());
+        let y = norm.forward(input([[3.0, 4.0], [-1.0, -1.0]]));
+        y.into_data().assert_approx_eq::<f32>(
+            &TensorData::from([[3.0 / r13, 4.0 / r13], [-1.0 / r15, -1.0 / r15]]),
+            Tolerance::absolute(1e-6),
+        );
+    }
+
+    #[test]
+    fn partial_reads_the_first_elements_only() {
+        let norm = init(
+            RmsNormConfig::new(vec![4])
+                .with_partial(Some(0.5))
+                .with_epsilon(1.5),
+        );
+        assert_eq!(norm.spec().statistics_features, Some(2), "⌈0.5·4⌉");
+        // The statistics see [3, 4] only: √(12.5 + 1.5) = √14; every element is divided.
+        let r = 14f32.sqrt();
+        let y = norm.forward(input([[3.0, 4.0, 100.0, -7.0]]));
+        y.into_data().assert_approx_eq::<f32>(
+            &TensorData::from([[3.0 / r, 4.0 / r, 100.0 / r, -7.0 / r]]),
+            Tolerance::absolute(1e-5),
+        );
+    }
+
+    #[test]
+    fn display_lists_the_options() {
+        let norm = init(
+            RmsNormConfig::new(vec![8])
+                .with_bias(true)
+                .with_partial(Some(0.25)),
+        );
+        assert_eq!(
+            format!("{norm}"),
+            "RmsNorm {normalized_shape: [8], epsilon: 0.000001, affine: Elementwise, bias: true, \
+             partial_features: Some(2), params: 16}"
+        );
+    }
+
+    #[test]
+    #[should_panic(
+        expected = "RmsNorm expected the input's trailing dimensions to be [8] (its \
+                    normalized_shape), got [7] (input shape [1, 7])"
+    )]
+    fn wrong_input_width_is_rejected() {
+        init(RmsNormConfig::new(vec![8])).forward(input([[0.0; 7]]));
+    }
+
+    #[test]
+    #[should_panic(expected = "RmsNormConfig.partial must lie in (0, 1], got 1.5")]
+    fn partial_above_one_is_rejected() {
+        init(RmsNormConfig::new(vec![4]).with_partial(Some(1.5)));
+    }
+
+    #[test]
+    #[should_panic(expected = "RmsNormConfig.epsilon must be positive and finite, got inf")]
+    fn infinite_epsilon_is_rejected() {
+        init(RmsNormConfig::new(vec![4]).with_epsilon(f64::INFINITY));
+    }
+
+    #[test]
+    #[should_panic(
+        expected = "RmsNormConfig.normalized_shape must name at least one dimension, got []"
+    )]
+    fn empty_shape_is_rejected() {
+        init(RmsNormConfig::new(vec![]));
     }
 }

@@ -1,5 +1,6 @@
-//! The machinery every row-wise norm shares: checking the normalized shape, flattening
-//! `[..., S₀, …, S_m]` into `[rows, n]` and back.
+//! The machinery every row-wise norm shares (LayerNorm, RMSNorm and DyT): checking the
+//! normalized shape, flattening `[..., S₀, …, S_m]` into `[rows, n]` and back, and the
+//! one-line display.
 //!
 //! # Shapes
 //! - input: `[d₀, …, d_{D−m−1}, S₀, …, S_m]`, with `normalized_shape = [S₀, …, S_m]`
@@ -7,6 +8,7 @@
 //! - output: the input's shape
 
 use addnorm_kernels::NormBackend;
+use burn::module::DisplaySettings;
 use burn::tensor::{Shape, Tensor, TensorPrimitive, backend::Backend, ops::FloatTensor};
 
 /// Panics unless `normalized_shape` is non-empty and free of zeros.
@@ -63,6 +65,13 @@ pub(crate) fn normalize_trailing<B: NormBackend, const D: usize>(
     let flat = B::reshape_rows(x.into_primitive().tensor(), Shape::new([rows, n]));
     let normalized = B::reshape_rows(normalize(flat), Shape::from(dims.to_vec()));
     Tensor::from_primitive(TensorPrimitive::Float(normalized))
+}
+
+/// Every norm prints on one line.
+pub(crate) fn display_settings() -> Option<DisplaySettings> {
+    DisplaySettings::new()
+        .with_new_line_after_attribute(false)
+        .optional()
 }
 
 /// Unwraps an optional parameter into its primitive.
