@@ -18,33 +18,22 @@
 //! `[batch, 2n + 1, vocab]`.
 
 pub mod cli;
-pub mod collect;
-pub mod config_diff;
-pub mod demo;
-pub mod dispatch;
 pub mod error;
-pub mod expected_gradient;
-pub mod gradients;
-pub mod grid;
-pub mod jobs;
-pub mod lease;
-pub mod loss;
-pub mod merge;
-pub mod model_update;
+pub mod experiments;
 pub mod plot;
-pub mod probe;
-pub mod proxies;
-pub mod report;
-pub mod resources;
-pub mod schedule;
-pub mod seeded;
-pub mod sensitivity;
-pub mod shard;
+pub mod runner;
 pub mod stats;
-pub mod sweep;
-pub mod task;
-pub mod train;
-pub mod worker;
+pub mod study;
+
+// The old flat paths, while the files move (removed by the next commit).
+pub use cli::dispatch;
+pub use experiments::sweep::tables as report;
+pub use cli::parse as grid;
+pub use experiments::train::{gradients, loss, schedule, seeded};
+pub use experiments::{expected_gradient, model_update, probe, proxies, sweep, task, train};
+pub use runner::{collect, config_diff, jobs, lease, merge, resources, shard, worker};
+pub use stats::sensitivity;
+pub use study as demo;
 
 pub use error::LabError;
 pub use task::{Task, TaskKind};

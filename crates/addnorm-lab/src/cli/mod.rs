@@ -12,6 +12,8 @@
 
 pub mod args;
 pub mod commands;
+pub mod dispatch;
+pub mod parse;
 
 use std::path::Path;
 

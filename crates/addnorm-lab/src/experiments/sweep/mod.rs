@@ -20,6 +20,8 @@
 //! # Shapes
 //! Not applicable: a sweep is a grid of [`crate::train`](mod@crate::train) runs.
 
+pub mod tables;
+
 use std::path::Path;
 use std::time::Duration;
 

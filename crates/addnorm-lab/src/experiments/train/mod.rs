@@ -27,8 +27,12 @@
 
 pub mod checkpoint;
 pub mod config;
+pub mod gradients;
+pub mod loss;
 pub mod metrics;
 pub mod run;
+pub mod schedule;
+pub mod seeded;
 pub mod summary;
 
 pub use config::{TrainConfig, TrainOptions};

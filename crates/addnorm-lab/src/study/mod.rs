@@ -47,11 +47,13 @@ pub mod parts;
 mod peri_ln;
 pub mod plots;
 mod plots_study;
-pub mod report;
+pub mod record;
 mod wortsman;
 mod xiong;
 
 pub use claims::{Claim, claims_table, evaluate_claims};
 pub use config::{DemoConfig, default_seeds};
 pub use driver::{DemoOptions, DemoOutcome, demo, demo_with};
-pub use report::DemoReport;
+pub use record::DemoReport;
+// The old name of `record`, while the files move (removed by the next commit).
+use record as report;
