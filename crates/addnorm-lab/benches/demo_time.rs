@@ -11,7 +11,7 @@
 
 use std::time::Instant;
 
-use addnorm_lab::demo::{DemoConfig, DemoOptions, default_seeds, demo_with};
+use addnorm_lab::study::{DemoConfig, DemoOptions, default_seeds, demo_with};
 
 const BUDGET_SECONDS: f64 = 300.0;
 

@@ -22,7 +22,7 @@
 use addnorm::NormAutodiffBackend;
 use addnorm::backend::{AutodiffBackend, ENABLED, Kind, PREFERRED, device};
 use addnorm::nn::{TransformerStack, TransformerStackConfig};
-use addnorm_lab::loss::masked_cross_entropy;
+use addnorm_lab::experiments::train::loss::masked_cross_entropy;
 use addnorm_lab::{Task, TaskKind};
 use burn::module::{Module, ModuleVisitor, Param};
 use burn::optim::{AdamWConfig, GradientsParams, Optimizer};
@@ -128,7 +128,11 @@ fn main() {
         .with_vocab_size(task.vocab_size())
         .with_max_seq_len(task.seq_len());
 
-    let model = addnorm_lab::seeded::init_model::<AutodiffBackend>(&config, 0, &device());
+    let model = addnorm_lab::experiments::train::seeded::init_model::<AutodiffBackend>(
+        &config,
+        0,
+        &device(),
+    );
     let weights =
         Recorder::<AutodiffBackend>::record(&WeightBytes::default(), model.into_record(), ())
             .expect("a model records to bytes");

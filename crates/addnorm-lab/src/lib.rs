@@ -25,16 +25,6 @@ pub mod runner;
 pub mod stats;
 pub mod study;
 
-// The old flat paths, while the files move (removed by the next commit).
-pub use cli::dispatch;
-pub use experiments::sweep::tables as report;
-pub use cli::parse as grid;
-pub use experiments::train::{gradients, loss, schedule, seeded};
-pub use experiments::{expected_gradient, model_update, probe, proxies, sweep, task, train};
-pub use runner::{collect, config_diff, jobs, lease, merge, resources, shard, worker};
-pub use stats::sensitivity;
-pub use study as demo;
-
 pub use error::LabError;
-pub use task::{Task, TaskKind};
-pub use train::{TrainConfig, TrainOptions, TrainSummary, train};
+pub use experiments::task::{Task, TaskKind};
+pub use experiments::train::{TrainConfig, TrainOptions, TrainSummary, train};

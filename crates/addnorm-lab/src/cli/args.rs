@@ -9,13 +9,15 @@ use addnorm::backend::Kind;
 use addnorm::nn::{Activation, Placement};
 use clap::Args;
 
-use crate::grid::{
-    NormKind, parse_activation, parse_beta, parse_count, parse_non_negative, parse_norm,
-    parse_placement, parse_positive, stack_config,
+use super::parse::{
+    parse_activation, parse_backend, parse_beta, parse_count, parse_non_negative, parse_norm,
+    parse_placement, parse_positive, parse_shard, parse_task,
 };
-use crate::probe::ProbeConfig;
-use crate::task::{Task, TaskKind};
-use crate::train::TrainConfig;
+use crate::experiments::model::stack_config;
+use crate::experiments::norm_kind::NormKind;
+use crate::experiments::probe::ProbeConfig;
+use crate::experiments::task::{Task, TaskKind};
+use crate::experiments::train::TrainConfig;
 
 /// Options every command takes.
 #[derive(Args, Debug, Clone)]
@@ -210,7 +212,7 @@ pub struct SweepArgs {
     pub(crate) parallel: ParallelArgs,
     /// Take only the runs whose grid index i has i % N == K (join shards with `merge`).
     #[arg(long, value_name = "K/N", value_parser = parse_shard)]
-    pub(crate) shard: Option<crate::shard::Shard>,
+    pub(crate) shard: Option<crate::runner::shard::Shard>,
     /// Seconds without a heartbeat after which another worker's claim on a run is taken
     /// over (a claim of a dead process on this host is taken over at once).
     #[arg(long, default_value_t = 300, value_parser = parse_count)]
@@ -251,8 +253,8 @@ pub struct ParallelArgs {
 
 impl ParallelArgs {
     /// The plan for `backend`.
-    pub fn plan(&self, backend: Kind) -> crate::jobs::JobPlan {
-        crate::jobs::JobPlan::new(self.jobs, self.threads, backend)
+    pub fn plan(&self, backend: Kind) -> crate::runner::jobs::JobPlan {
+        crate::runner::jobs::JobPlan::new(self.jobs, self.threads, backend)
     }
 }
 
@@ -273,19 +275,6 @@ pub struct MergeArgs {
     /// The merged directory (may be one of the shards').
     #[arg(long)]
     pub out: PathBuf,
-}
-
-fn parse_shard(s: &str) -> Result<crate::shard::Shard, String> {
-    s.parse()
-}
-
-fn parse_backend(s: &str) -> Result<Kind, String> {
-    s.parse()
-}
-
-fn parse_task(s: &str) -> Result<TaskKind, String> {
-    TaskKind::from_name(s)
-        .ok_or_else(|| format!("unknown task {s:?}; expected reverse, copy, sort or markov"))
 }
 
 impl TrainArgs {
@@ -353,8 +342,8 @@ impl ProbeArgs {
 
 impl SweepArgs {
     /// The sweep's configuration.
-    pub fn config(&self) -> crate::sweep::SweepConfig {
-        crate::sweep::SweepConfig {
+    pub fn config(&self) -> crate::experiments::sweep::SweepConfig {
+        crate::experiments::sweep::SweepConfig {
             task: self.task.task(),
             placements: self.placements.clone(),
             norm: self.norm,
@@ -375,8 +364,8 @@ impl SweepArgs {
     }
 
     /// How this worker runs.
-    pub fn options(&self) -> crate::sweep::SweepOptions {
-        crate::sweep::SweepOptions {
+    pub fn options(&self) -> crate::experiments::sweep::SweepOptions {
+        crate::experiments::sweep::SweepOptions {
             progress: true,
             plan: self.parallel.plan(self.common.backend),
             shard: self.shard.unwrap_or_default(),
@@ -387,32 +376,32 @@ impl SweepArgs {
 
 impl DemoArgs {
     /// How this worker runs.
-    pub fn options(&self) -> crate::demo::DemoOptions {
-        crate::demo::DemoOptions {
+    pub fn options(&self) -> crate::study::DemoOptions {
+        crate::study::DemoOptions {
             progress: true,
             plan: self.parallel.plan(self.common.backend),
             stale_after: std::time::Duration::from_secs(self.stale_after as u64),
         }
     }
 
-    /// Seeds of experiments A to D: `--seeds`, or [`crate::demo::default_seeds`] for the
+    /// Seeds of experiments A to D: `--seeds`, or [`crate::study::default_seeds`] for the
     /// plan (10 with `--full`).
     pub fn seeds(&self) -> usize {
         self.seeds.unwrap_or_else(|| {
             if self.full {
                 10
             } else {
-                crate::demo::default_seeds(self.options().plan)
+                crate::study::default_seeds(self.options().plan)
             }
         })
     }
 
     /// The demo's configuration: the quick or full profile, with [`DemoArgs::seeds`].
-    pub fn config(&self) -> crate::demo::DemoConfig {
+    pub fn config(&self) -> crate::study::DemoConfig {
         let base = if self.full {
-            crate::demo::DemoConfig::full(self.backend(), self.seed())
+            crate::study::DemoConfig::full(self.backend(), self.seed())
         } else {
-            crate::demo::DemoConfig::quick(self.backend(), self.seed())
+            crate::study::DemoConfig::quick(self.backend(), self.seed())
         };
         base.with_seeds(self.seeds())
     }

@@ -7,12 +7,12 @@
 use std::path::Path;
 
 use super::args::{DemoArgs, ProbeArgs, SweepArgs, TrainArgs};
-use crate::config_diff::adopt_config;
-use crate::demo::{DemoOutcome, claims_table, demo_with};
-use crate::dispatch::with_backend;
+use crate::cli::dispatch::with_backend;
 use crate::error::{LabError, write_json};
-use crate::sweep::{SweepOutcome, sweep as run_sweep};
-use crate::train::TrainOptions;
+use crate::experiments::sweep::{SweepOutcome, sweep as run_sweep};
+use crate::experiments::train::TrainOptions;
+use crate::runner::config_diff::adopt_config;
+use crate::study::{DemoOutcome, claims_table, demo_with};
 
 /// `addnorm train`.
 pub fn train(args: &TrainArgs) -> Result<i32, LabError> {
@@ -23,9 +23,9 @@ pub fn train(args: &TrainArgs) -> Result<i32, LabError> {
         inject_nan_at: args.inject_nan_at,
     };
     let out = &args.common.out;
-    let summary = crate::jobs::on_own_pool(None, || {
+    let summary = crate::runner::jobs::on_own_pool(None, || {
         with_backend!(args.common.backend, |B, device| {
-            crate::train::train::<B>(&config, out, &options, &device)
+            crate::experiments::train::train::<B>(&config, out, &options, &device)
         })
     })?;
     if let Some(d) = &summary.diverged {
@@ -63,9 +63,9 @@ pub fn probe(args: &ProbeArgs) -> Result<i32, LabError> {
     let out = &args.common.out;
     write_json(&out.join("config.json"), &config)?;
     let report = with_backend!(args.common.backend, |B, device| {
-        crate::probe::probe::<B>(&config, Some(out), true, &device)
+        crate::experiments::probe::probe::<B>(&config, Some(out), true, &device)
     })?;
-    print!("{}", crate::report::probe_table(&report));
+    print!("{}", crate::experiments::probe::table::probe_table(&report));
     println!("expected (Xiong et al. 2020, Theorem 1): post ≈ 0, pre ≈ −0.5");
     println!("files: {}", out.join("probe.json").display());
     Ok(0)
@@ -75,7 +75,10 @@ pub fn probe(args: &ProbeArgs) -> Result<i32, LabError> {
 fn print_sweep_outcome(outcome: &SweepOutcome, out: &Path) {
     match outcome {
         SweepOutcome::Complete(report) => {
-            print!("{}", crate::report::sweep_tables(report));
+            print!(
+                "{}",
+                crate::experiments::sweep::tables::sweep_tables(report)
+            );
             println!("files: {}", out.join("sweep.json").display());
         }
         SweepOutcome::Waiting(held) => {

@@ -60,8 +60,8 @@ fn check_writable(out: &Path) -> Result<(), String> {
         .map_err(|e| format!("--out {}: cannot write there: {e}", out.display()))
 }
 
-/// The largest run a command would train or probe, for [`crate::resources::check`].
-fn largest_run(command: &Command) -> Option<crate::train::TrainConfig> {
+/// The largest run a command would train or probe, for [`crate::runner::resources::check`].
+fn largest_run(command: &Command) -> Option<crate::experiments::train::TrainConfig> {
     match command {
         Command::Train(a) => Some(a.config()),
         Command::Probe(a) => Some(a.largest_run()),
@@ -88,7 +88,7 @@ fn check_task(command: &Command) -> Result<(), String> {
 /// machine's time.
 fn check_cost(command: &Command) -> Result<(), String> {
     largest_run(command).map_or(Ok(()), |run| {
-        crate::resources::check(&run, crate::resources::available_bytes())
+        crate::runner::resources::check(&run, crate::runner::resources::available_bytes())
     })
 }
 
@@ -129,8 +129,8 @@ pub fn main() -> i32 {
         Command::Probe(a) => commands::probe(a),
         Command::Sweep(a) => commands::sweep(a),
         Command::Demo(a) => commands::demo(a),
-        Command::Report(a) => crate::collect::run(&a.out),
-        Command::Merge(a) => crate::merge::run(&a.dirs, &a.out),
+        Command::Report(a) => crate::runner::collect::run(&a.out),
+        Command::Merge(a) => crate::runner::merge::run(&a.dirs, &a.out),
     };
     match result {
         Ok(code) => code,

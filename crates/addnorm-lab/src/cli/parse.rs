@@ -1,82 +1,14 @@
-//! The axes of the study's grids: norm kinds by name, and lists parsed from the command line.
+//! The command line's value parsers: each names what it expected on failure.
+//!
+//! # Shapes
+//! Not applicable: argument parsing.
 
-use addnorm::nn::{Activation, NormConfig, Placement, TransformerStackConfig};
-use serde::{Deserialize, Serialize};
+use addnorm::backend::Kind;
+use addnorm::nn::{Activation, Placement};
 
-/// A norm by the name the command line and reports use: `layer`, `rms`, `dyt`, `identity`.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[serde(rename_all = "lowercase")]
-pub enum NormKind {
-    /// LayerNorm.
-    Layer,
-    /// RMSNorm.
-    Rms,
-    /// Dynamic Tanh.
-    Dyt,
-    /// No norm.
-    Identity,
-}
-
-impl NormKind {
-    /// Every kind.
-    pub const ALL: [NormKind; 4] = [
-        NormKind::Layer,
-        NormKind::Rms,
-        NormKind::Dyt,
-        NormKind::Identity,
-    ];
-
-    /// The lower-case name.
-    pub fn name(self) -> &'static str {
-        match self {
-            NormKind::Layer => "layer",
-            NormKind::Rms => "rms",
-            NormKind::Dyt => "dyt",
-            NormKind::Identity => "identity",
-        }
-    }
-
-    /// Parses [`NormKind::name`] (`layernorm`, `rmsnorm` are accepted too).
-    pub fn from_name(name: &str) -> Option<Self> {
-        match name.to_ascii_lowercase().as_str() {
-            "layer" | "layernorm" | "ln" => Some(NormKind::Layer),
-            "rms" | "rmsnorm" => Some(NormKind::Rms),
-            "dyt" | "dynamic_tanh" => Some(NormKind::Dyt),
-            "identity" | "none" => Some(NormKind::Identity),
-            _ => None,
-        }
-    }
-
-    /// The default config of this kind (its width is set by the model).
-    pub fn config(self) -> NormConfig {
-        match self {
-            NormKind::Layer => NormConfig::layer(0),
-            NormKind::Rms => NormConfig::rms(0),
-            NormKind::Dyt => NormConfig::dynamic_tanh(0),
-            NormKind::Identity => NormConfig::Identity,
-        }
-    }
-}
-
-/// The study's model: a stack of `depth` blocks of width `d_model`, `n_heads` heads and
-/// feed-forward width `d_ff`, with `norm` placed as `placement` says. Its vocabulary and
-/// length are fitted to the task by whoever trains it ([`crate::TrainConfig::for_task`]).
-pub fn stack_config(
-    d_model: usize,
-    n_heads: usize,
-    d_ff: usize,
-    depth: usize,
-    placement: Placement,
-    norm: NormKind,
-) -> TransformerStackConfig {
-    TransformerStackConfig::new()
-        .with_d_model(d_model)
-        .with_n_heads(n_heads)
-        .with_d_ff(d_ff)
-        .with_n_layers(depth)
-        .with_placement(placement)
-        .with_norm(norm.config())
-}
+use crate::experiments::norm_kind::NormKind;
+use crate::experiments::task::TaskKind;
+use crate::runner::shard::Shard;
 
 /// Parses a placement name for the command line, naming the valid ones on failure.
 pub fn parse_placement(s: &str) -> Result<Placement, String> {
@@ -142,28 +74,25 @@ pub fn parse_count(s: &str) -> Result<usize, String> {
     }
 }
 
-/// The least-squares slope of `ln y` against `ln x`.
-pub fn log_log_slope(points: &[(f64, f64)]) -> f64 {
-    let n = points.len() as f64;
-    let (lx, ly): (Vec<f64>, Vec<f64>) = points.iter().map(|(x, y)| (x.ln(), y.ln())).unzip();
-    let (mx, my) = (lx.iter().sum::<f64>() / n, ly.iter().sum::<f64>() / n);
-    let cov: f64 = lx.iter().zip(&ly).map(|(x, y)| (x - mx) * (y - my)).sum();
-    let var: f64 = lx.iter().map(|x| (x - mx).powi(2)).sum();
-    cov / var
+/// Parses a shard `K/N`.
+pub fn parse_shard(s: &str) -> Result<Shard, String> {
+    s.parse()
+}
+
+/// Parses a backend name.
+pub fn parse_backend(s: &str) -> Result<Kind, String> {
+    s.parse()
+}
+
+/// Parses a task name.
+pub fn parse_task(s: &str) -> Result<TaskKind, String> {
+    TaskKind::from_name(s)
+        .ok_or_else(|| format!("unknown task {s:?}; expected reverse, copy, sort or markov"))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn slope_of_a_power_law() {
-        let pts: Vec<(f64, f64)> = [6.0, 12.0, 24.0, 48.0]
-            .iter()
-            .map(|&x: &f64| (x, 3.0 * x.powf(-0.5)))
-            .collect();
-        assert!((log_log_slope(&pts) + 0.5).abs() < 1e-12);
-    }
 
     #[test]
     fn parsers_name_what_is_wrong() {

@@ -6,9 +6,9 @@
 //! L_k    the masked cross-entropy of batch k (K independent batches of one seed's data)
 //! ```
 //!
-//! Unlike [`crate::probe`] (one batch, W^Q = W^K = 0, the setting of Theorem 1), the
+//! Unlike [`crate::experiments::probe`] (one batch, W^Q = W^K = 0, the setting of Theorem 1), the
 //! model keeps its Xavier W^Q and W^K, as the paper's Fig. 3 does. Trend statistics over
-//! seeds live in [`crate::demo::claims`].
+//! seeds live in [`crate::study::claims`].
 //!
 //! # Shapes
 //! Each of the K batches is `[batch_size, 2n + 1]`; a run yields `L` values per weight.
@@ -21,10 +21,12 @@ use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::{ElementConversion, Tensor};
 use serde::{Deserialize, Serialize};
 
-use crate::grid::{NormKind, stack_config};
-use crate::jobs::JobPlan;
-use crate::loss::masked_cross_entropy;
-use crate::task::Task;
+use crate::experiments::norm_kind::NormKind;
+
+use crate::experiments::model::stack_config;
+use crate::experiments::task::Task;
+use crate::experiments::train::loss::masked_cross_entropy;
+use crate::runner::jobs::JobPlan;
 
 /// What to measure. Saved in the demo's `expected_gradient.json`.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
@@ -137,8 +139,11 @@ pub fn expected_gradient_one<B: NormAutodiffBackend>(
     (placement, depth, seed): (Placement, usize, u64),
     device: &B::Device,
 ) -> ExpectedGradientRun {
-    let model: TransformerStack<B> =
-        crate::seeded::init_model(&config.model(placement, depth), seed, device);
+    let model: TransformerStack<B> = crate::experiments::train::seeded::init_model(
+        &config.model(placement, depth),
+        seed,
+        device,
+    );
     let k = config.batches.max(1);
     let sums = summed_ffn_gradients(
         &model,
@@ -174,7 +179,7 @@ pub fn expected_gradients<B: NormAutodiffBackend>(
     plan: JobPlan,
     device: &B::Device,
 ) -> Vec<ExpectedGradientRun> {
-    crate::jobs::run_jobs_with_bar(
+    crate::runner::jobs::run_jobs_with_bar(
         &config.cells(),
         plan,
         (label, progress),

@@ -8,7 +8,9 @@
 //! `[batch, 2n + 1, vocab]`.
 
 pub mod expected_gradient;
+pub mod model;
 pub mod model_update;
+pub mod norm_kind;
 pub mod probe;
 pub mod proxies;
 pub mod sweep;

@@ -22,11 +22,13 @@ use burn::module::AutodiffModule;
 use burn::tensor::{ElementConversion, Int, Tensor};
 use serde::{Deserialize, Serialize};
 
-use crate::grid::{NormKind, stack_config};
-use crate::jobs::JobPlan;
-use crate::task::Task;
-use crate::train::run::{adamw, optimize};
-use crate::train::{TrainConfig, TrainOptions};
+use crate::experiments::norm_kind::NormKind;
+
+use crate::experiments::model::stack_config;
+use crate::experiments::task::Task;
+use crate::experiments::train::run::{adamw, optimize};
+use crate::experiments::train::{TrainConfig, TrainOptions};
+use crate::runner::jobs::JobPlan;
 
 /// Experiment D's set-up. Part of the demo's `config.json`.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
@@ -139,7 +141,8 @@ pub fn model_update_one<B: NormAutodiffBackend>(
     device: &B::Device,
 ) -> ModelUpdateRun {
     let tc = config.train_config(placement, depth, seed);
-    let mut model: TransformerStack<B> = crate::seeded::init_model(&tc.model, seed, device);
+    let mut model: TransformerStack<B> =
+        crate::experiments::train::seeded::init_model(&tc.model, seed, device);
     let mut optimizer = adamw::<B>(&tc);
     let inner = model.valid().head.weight.device();
     let (x, _, _) = tc
@@ -176,7 +179,7 @@ pub fn model_updates<B: NormAutodiffBackend>(
     plan: JobPlan,
     device: &B::Device,
 ) -> Vec<ModelUpdateRun> {
-    crate::jobs::run_jobs_with_bar(
+    crate::runner::jobs::run_jobs_with_bar(
         &config.cells(),
         plan,
         (label, progress),

@@ -3,11 +3,11 @@
 //! divergence and z-loss, and LR sensitivity.
 //!
 //! ```text
-//! task        the Markov language (crate::task): a loss at every position
+//! task        the Markov language (crate::experiments::task): a loss at every position
 //! model       Pre-LN, `depth` blocks of width d, GELU
 //! optimizer   AdamW β = (0.9, 0.95), ε = 1e-8, global-norm clipping at 1, warm-up
 //!             5% of the steps then cosine; independent decay λ = 1e-4 (Burn's AdamW is
-//!             handed λ / lr_peak, crate::train::TrainConfig::burn_weight_decay)
+//!             handed λ / lr_peak, crate::experiments::train::TrainConfig::burn_weight_decay)
 //! variants    baseline        over the LR grid 3e-4 … 3e-1 (×√10 apart, 7 points)
 //!             qk-layernorm    the same, with separate LayerNorms on queries and keys
 //!             long-warm-up    qk-layernorm with `long_warmup` of the steps as warm-up
@@ -25,10 +25,12 @@ use addnorm::backend::Kind;
 use addnorm::nn::Placement;
 use serde::{Deserialize, Serialize};
 
-use crate::grid::{NormKind, stack_config};
-use crate::sweep::SweepRun;
-use crate::task::Task;
-use crate::train::TrainConfig;
+use crate::experiments::norm_kind::NormKind;
+
+use crate::experiments::model::stack_config;
+use crate::experiments::sweep::SweepRun;
+use crate::experiments::task::Task;
+use crate::experiments::train::TrainConfig;
 
 /// The four training set-ups compared.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -203,7 +205,7 @@ impl ProxyRun {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::task::TaskKind;
+    use crate::experiments::task::TaskKind;
 
     fn config(long_warmup: f64) -> ProxyConfig {
         ProxyConfig {

@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use crate::error::{LabError, read_json};
-use crate::sweep::{SweepConfig, collect};
+use crate::experiments::sweep::{SweepConfig, collect};
 
 /// Reads the sweep configuration saved in `dir`, or says why it cannot.
 pub fn saved_config(dir: &Path) -> Result<SweepConfig, String> {
@@ -34,7 +34,10 @@ pub fn run(out: &Path) -> Result<i32, LabError> {
     };
     match collect(&config, out)? {
         Ok(report) => {
-            print!("{}", crate::report::sweep_tables(&report));
+            print!(
+                "{}",
+                crate::experiments::sweep::tables::sweep_tables(&report)
+            );
             println!("files: {}", out.join("sweep.json").display());
             Ok(0)
         }

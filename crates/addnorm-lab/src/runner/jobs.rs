@@ -11,7 +11,7 @@
 //! small to split), so the default is one job per core with one thread each.
 //!
 //! Results do not depend on the plan: each run seeds its initialization under
-//! [`crate::seeded::init_model`]'s lock and draws its data from its own seeded streams.
+//! [`crate::experiments::train::seeded::init_model`]'s lock and draws its data from its own seeded streams.
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};

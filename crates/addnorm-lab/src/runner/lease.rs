@@ -59,7 +59,7 @@ impl core::fmt::Display for Holder {
 }
 
 /// The outcome of [`Lease::acquire`].
-pub enum Claim {
+pub enum Acquisition {
     /// This worker now holds the run.
     Acquired(Lease),
     /// Another live worker holds it.
@@ -166,14 +166,18 @@ impl Lease {
     ///
     /// # Errors
     /// If the claims directory cannot be written.
-    pub fn acquire(claims_dir: &Path, name: &str, timeout: Duration) -> Result<Claim, LabError> {
+    pub fn acquire(
+        claims_dir: &Path,
+        name: &str,
+        timeout: Duration,
+    ) -> Result<Acquisition, LabError> {
         std::fs::create_dir_all(claims_dir).map_err(io(claims_dir))?;
         let path = claims_dir.join(format!("{name}.json"));
         let mine = Holder::this_process();
         // Two rounds: a first try, and one more after taking a stale claim aside.
         for _ in 0..2 {
             match create_new(&path, &mine) {
-                Ok(()) => return Ok(Claim::Acquired(Self::hold(path, mine.token, timeout))),
+                Ok(()) => return Ok(Acquisition::Acquired(Self::hold(path, mine.token, timeout))),
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
                 Err(e) => return Err(LabError::io(&path, e)),
             }
@@ -183,11 +187,11 @@ impl Lease {
                 continue;
             };
             if !holder.is_stale(timeout) {
-                return Ok(Claim::Held(holder));
+                return Ok(Acquisition::Held(holder));
             }
             take_aside(&path, &holder, &mine.token)?;
         }
-        Ok(Claim::Held(
+        Ok(Acquisition::Held(
             read_json::<Holder>(&path).unwrap_or_else(|_| Holder::unknown()),
         ))
     }
@@ -281,18 +285,18 @@ mod tests {
     fn a_second_claim_is_refused_until_the_first_is_released() {
         let dir = temp("second");
         let timeout = Duration::from_secs(60);
-        let Claim::Acquired(lease) = Lease::acquire(&dir, "run", timeout).unwrap() else {
+        let Acquisition::Acquired(lease) = Lease::acquire(&dir, "run", timeout).unwrap() else {
             panic!("the first claim succeeds");
         };
         match Lease::acquire(&dir, "run", timeout).unwrap() {
-            Claim::Held(h) => assert_eq!(h.pid, std::process::id()),
-            Claim::Acquired(_) => panic!("a held run was claimed twice"),
+            Acquisition::Held(h) => assert_eq!(h.pid, std::process::id()),
+            Acquisition::Acquired(_) => panic!("a held run was claimed twice"),
         }
         drop(lease);
         assert!(!dir.join("run.json").exists());
         assert!(matches!(
             Lease::acquire(&dir, "run", timeout).unwrap(),
-            Claim::Acquired(_)
+            Acquisition::Acquired(_)
         ));
         std::fs::remove_dir_all(&dir).ok();
     }
@@ -317,7 +321,7 @@ mod tests {
         };
         std::fs::write(dir.join("b.json"), serde_json::to_vec(&dead).unwrap()).unwrap();
         for name in ["a", "b"] {
-            let Claim::Acquired(_lease) = Lease::acquire(&dir, name, timeout).unwrap() else {
+            let Acquisition::Acquired(_lease) = Lease::acquire(&dir, name, timeout).unwrap() else {
                 panic!("the stale claim on {name} is taken over");
             };
             let now_held: Holder = read_json(&dir.join(format!("{name}.json"))).unwrap();

@@ -9,11 +9,11 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::collect::saved_config;
-use crate::config_diff::adopt_config;
-use crate::config_diff::first_difference;
+use super::collect::saved_config;
+use super::config_diff::{adopt_config, first_difference};
+use super::worker::finished;
 use crate::error::LabError;
-use crate::sweep::{SweepConfig, collect, finished, summarize};
+use crate::experiments::sweep::{SweepConfig, collect, summarize};
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> LabError + '_ {
     move |e| LabError::io(path, e)
@@ -132,7 +132,10 @@ pub fn run(dirs: &[PathBuf], out: &Path) -> Result<i32, LabError> {
     println!("merged {} runs into {}", copies.len(), out.display());
     match collect(&config, out)? {
         Ok(report) => {
-            print!("{}", crate::report::sweep_tables(&report));
+            print!(
+                "{}",
+                crate::experiments::sweep::tables::sweep_tables(&report)
+            );
             println!("files: {}", out.join("sweep.json").display());
         }
         Err(missing) => println!(

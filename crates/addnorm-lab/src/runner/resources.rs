@@ -19,7 +19,7 @@
 //! # Shapes
 //! Not applicable: arithmetic on sizes.
 
-use crate::train::TrainConfig;
+use crate::experiments::train::TrainConfig;
 
 /// The most floating-point operations a run may need: 10¹⁷, a week at about 165 GFLOP/s,
 /// far beyond any toy study.
@@ -97,8 +97,9 @@ pub fn check(config: &TrainConfig, available: Option<f64>) -> Result<(), String>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::grid::{NormKind, stack_config};
-    use crate::task::{Task, TaskKind};
+    use crate::experiments::model::stack_config;
+    use crate::experiments::norm_kind::NormKind;
+    use crate::experiments::task::{Task, TaskKind};
     use addnorm::nn::Placement;
 
     fn config(length: usize, steps: usize) -> TrainConfig {

@@ -1,6 +1,6 @@
 //! Static shards of a grid, for machines without a shared directory: shard `K/N` takes the
 //! runs whose index in the grid's fixed order satisfies `index % N == K`. The shards'
-//! directories are joined afterwards with `addnorm merge` ([`crate::merge`]).
+//! directories are joined afterwards with `addnorm merge` ([`crate::runner::merge`]).
 
 use std::str::FromStr;
 

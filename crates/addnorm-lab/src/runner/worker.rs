@@ -11,19 +11,19 @@
 //! ```
 //!
 //! A run is finished when its `summary.json` is complete (all steps, or diverged),
-//! whatever the claims say. See [`crate::lease`] for the claim protocol.
+//! whatever the claims say. See [`crate::runner::lease`] for the claim protocol.
 //!
 //! # Shapes
-//! Not applicable: a driver over [`crate::train`](mod@crate::train).
+//! Not applicable: a driver over [`crate::experiments::train`](mod@crate::experiments::train).
 
 use std::path::Path;
 use std::time::Duration;
 
 use addnorm::NormAutodiffBackend;
 
+use super::lease::{Acquisition, Holder, Lease};
 use crate::error::{LabError, read_json};
-use crate::lease::{Claim, Holder, Lease};
-use crate::train::{TrainConfig, TrainOptions, TrainSummary, train};
+use crate::experiments::train::{TrainConfig, TrainOptions, TrainSummary, train};
 
 /// The summary of the run in `dir`, if it is finished (all `steps` done, or diverged).
 pub fn finished(dir: &Path, steps: usize) -> Option<TrainSummary> {
@@ -66,8 +66,8 @@ pub fn claim_and_compute(
         return Ok(RunState::Done { trained: false });
     }
     let _lease = match Lease::acquire(&out.join("claims"), name, stale_after)? {
-        Claim::Held(holder) => return Ok(RunState::Held(name.to_string(), holder)),
-        Claim::Acquired(lease) => lease,
+        Acquisition::Held(holder) => return Ok(RunState::Held(name.to_string(), holder)),
+        Acquisition::Acquired(lease) => lease,
     };
     if is_done() {
         return Ok(RunState::Done { trained: false });

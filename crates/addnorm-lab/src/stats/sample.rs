@@ -16,7 +16,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::task::SplitMix64;
+use super::rng::SplitMix64;
 
 /// Resamples per bootstrap interval.
 pub const RESAMPLES: usize = 2000;

@@ -16,11 +16,31 @@
 //!
 //! # Shapes
 //! A [`LossTable`] is `[learning rates][seeds]`; seed indices select resamples for the
-//! bootstrap ([`crate::stats::bootstrap`]).
+//! bootstrap ([`crate::stats::sample::bootstrap`]).
 
 use serde::{Deserialize, Serialize};
 
-use crate::sweep::SweepRun;
+/// What one run at (η, s) ended with.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RunLoss {
+    /// ℓ(η, s): its final validation loss (NaN when it stopped on a non-finite value).
+    pub final_loss: f64,
+    /// ℓ₀(s): the validation loss of its initial model.
+    pub initial_loss: f64,
+    /// Whether it diverged.
+    pub diverged: bool,
+}
+
+impl RunLoss {
+    /// v(η, s): ℓ₀ if it diverged, else min(final validation loss, ℓ₀).
+    pub fn capped(&self) -> f64 {
+        if self.diverged || !self.final_loss.is_finite() {
+            self.initial_loss
+        } else {
+            self.final_loss.min(self.initial_loss)
+        }
+    }
+}
 
 /// The capped losses v(η, s) of one configuration.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
@@ -36,30 +56,18 @@ pub struct LossTable {
 }
 
 impl LossTable {
-    /// The table of `runs` (one configuration's runs) over `learning_rates` × `seeds`.
-    pub fn from_runs(runs: &[&SweepRun], learning_rates: &[f64], seeds: &[u64]) -> Self {
-        let find = |lr: f64, seed: u64| {
-            runs.iter()
-                .find(|r| r.learning_rate == lr && r.seed == seed)
-        };
-        let capped = learning_rates
-            .iter()
-            .map(|&lr| {
-                seeds
-                    .iter()
-                    .map(|&s| find(lr, s).map_or(f64::NAN, |r| capped_loss(r)))
-                    .collect()
-            })
-            .collect();
-        let diverged = learning_rates
-            .iter()
-            .map(|&lr| {
-                seeds
-                    .iter()
-                    .map(|&s| find(lr, s).is_some_and(|r| r.diverged))
-                    .collect()
-            })
-            .collect();
+    /// The table over `learning_rates` × `seeds`; `run(η, s)` is the run at (η, s), if any.
+    pub fn new(
+        learning_rates: &[f64],
+        seeds: &[u64],
+        run: impl Fn(f64, u64) -> Option<RunLoss>,
+    ) -> Self {
+        let capped = per_cell(learning_rates, seeds, |lr, s| {
+            run(lr, s).map_or(f64::NAN, |r| r.capped())
+        });
+        let diverged = per_cell(learning_rates, seeds, |lr, s| {
+            run(lr, s).is_some_and(|r| r.diverged)
+        });
         Self {
             learning_rates: learning_rates.to_vec(),
             seeds: seeds.to_vec(),
@@ -92,13 +100,12 @@ impl LossTable {
     }
 }
 
-/// v(η, s) of one run: ℓ₀ if it diverged, else min(final validation loss, ℓ₀).
-pub fn capped_loss(run: &SweepRun) -> f64 {
-    if run.diverged || !run.final_loss.is_finite() {
-        run.initial_loss
-    } else {
-        run.final_loss.min(run.initial_loss)
-    }
+/// `cell(η, s)` for every η (rows) and s (columns).
+fn per_cell<T>(learning_rates: &[f64], seeds: &[u64], cell: impl Fn(f64, u64) -> T) -> Vec<Vec<T>> {
+    learning_rates
+        .iter()
+        .map(|&lr| seeds.iter().map(|&s| cell(lr, s)).collect())
+        .collect()
 }
 
 /// The sensitivities S of `tables`, against their shared ℓ*, on the seed columns `seeds`.
@@ -119,45 +126,26 @@ pub fn sensitivities(tables: &[&LossTable], seeds: &[usize]) -> Vec<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::grid::NormKind;
-    use addnorm::nn::Placement;
 
-    fn run(lr: f64, seed: u64, final_loss: f64, diverged: bool) -> SweepRun {
-        SweepRun {
-            placement: Placement::Pre,
-            norm: NormKind::Layer,
-            depth: 2,
-            warmup: 0,
-            learning_rate: lr,
-            seed,
-            diverged,
+    fn run(final_loss: f64, diverged: bool) -> Option<RunLoss> {
+        Some(RunLoss {
             final_loss,
-            final_token_accuracy: 0.0,
-            final_exact_accuracy: 0.0,
-            steps_to_99_exact: None,
             initial_loss: 2.0,
-            losses: vec![],
-            grad_norms: vec![],
-            evaluations: vec![],
-        }
+            diverged,
+        })
     }
 
     #[test]
     fn a_configuration_diverging_everywhere_is_the_least_robust() {
         let lrs = [1e-3, 1e-2];
         let seeds = [0, 1];
-        let good: Vec<SweepRun> = vec![
-            run(1e-3, 0, 0.5, false),
-            run(1e-3, 1, 0.7, false),
-            run(1e-2, 0, 1.0, false),
-            run(1e-2, 1, 0.0, true),
-        ];
-        let bad: Vec<SweepRun> = lrs
-            .iter()
-            .flat_map(|&lr| seeds.iter().map(move |&s| run(lr, s, f64::NAN, true)))
-            .collect();
-        let t_good = LossTable::from_runs(&good.iter().collect::<Vec<_>>(), &lrs, &seeds);
-        let t_bad = LossTable::from_runs(&bad.iter().collect::<Vec<_>>(), &lrs, &seeds);
+        let t_good = LossTable::new(&lrs, &seeds, |lr, s| match (lr == 1e-3, s) {
+            (true, 0) => run(0.5, false),
+            (true, _) => run(0.7, false),
+            (false, 0) => run(1.0, false),
+            (false, _) => run(0.0, true),
+        });
+        let t_bad = LossTable::new(&lrs, &seeds, |_, _| run(f64::NAN, true));
         // ℓ(1e-3) = 0.6, ℓ(1e-2) = (1.0 + ℓ₀ = 2.0)/2 = 1.5: the diverged seed counts as ℓ₀.
         assert_eq!(t_good.curve(&t_good.all_seeds()), vec![0.6, 1.5]);
         let s = sensitivities(&[&t_good, &t_bad], &[0, 1]);
@@ -168,7 +156,8 @@ mod tests {
         );
         assert_eq!(t_good.largest_stable_lr(), Some(1e-3));
         assert_eq!(t_bad.largest_stable_lr(), None);
-        // A final loss above ℓ₀ is capped at ℓ₀.
-        assert_eq!(capped_loss(&run(1e-3, 0, 3.0, false)), 2.0);
+        // A final loss above ℓ₀ is capped at ℓ₀; a missing run is NaN.
+        assert_eq!(run(3.0, false).unwrap().capped(), 2.0);
+        assert!(LossTable::new(&lrs, &seeds, |_, _| None).capped[0][0].is_nan());
     }
 }

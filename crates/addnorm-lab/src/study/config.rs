@@ -5,7 +5,7 @@
 //! ```text
 //! runs of B   pairs × warm-ups × seeds, named  <placement>-<norm>-w<warm-up>-s<seed>
 //!             (Pre-placed pairs only without warm-up: no claim reads their warm-up runs)
-//! runs of C   crate::proxies::ProxyConfig::runs, named proxy-<variant>-lr<lr>-s<seed>
+//! runs of C   crate::experiments::proxies::ProxyConfig::runs, named proxy-<variant>-lr<lr>-s<seed>
 //! ```
 //!
 //! # Shapes
@@ -15,14 +15,15 @@ use addnorm::backend::Kind;
 use addnorm::nn::{Activation, Placement};
 use serde::{Deserialize, Serialize};
 
-use crate::expected_gradient::ExpectedGradientConfig;
-use crate::grid::{NormKind, stack_config};
-use crate::jobs::JobPlan;
-use crate::model_update::ModelUpdateConfig;
-use crate::probe::ProbeConfig;
-use crate::proxies::ProxyConfig;
-use crate::task::{Task, TaskKind};
-use crate::train::TrainConfig;
+use crate::experiments::expected_gradient::ExpectedGradientConfig;
+use crate::experiments::model::stack_config;
+use crate::experiments::model_update::ModelUpdateConfig;
+use crate::experiments::norm_kind::NormKind;
+use crate::experiments::probe::ProbeConfig;
+use crate::experiments::proxies::ProxyConfig;
+use crate::experiments::task::{Task, TaskKind};
+use crate::experiments::train::TrainConfig;
+use crate::runner::jobs::JobPlan;
 
 /// How much the demo runs: `Quick` fits in 5 minutes on 2 cores; `Full` runs more seeds
 /// and longer proxies (about 12 minutes on 2 cores).
@@ -284,7 +285,7 @@ pub(super) fn all_training_runs(config: &DemoConfig) -> Vec<(String, TrainConfig
         .map(|(p, n, w, s)| (run_name(p, n, w, s), config.train_config(p, n, w, s)));
     let c = config.proxies.runs().into_iter().map(|(v, lr, s)| {
         (
-            crate::proxies::run_name(v, lr, s),
+            crate::experiments::proxies::run_name(v, lr, s),
             config.proxies.train_config(v, lr, s),
         )
     });

@@ -1,4 +1,4 @@
-//! DeepNet's (Wang et al. 2022) Fig. 5 at toy scale (experiment D, [`crate::model_update`]).
+//! DeepNet's (Wang et al. 2022) Fig. 5 at toy scale (experiment D, [`crate::experiments::model_update`]).
 //!
 //! ```text
 //! u(N)     GM over seeds of ‖ΔF‖ after the first step, at depth N
@@ -14,11 +14,12 @@
 
 use addnorm::nn::Placement;
 
-use super::claims::{Claim, geometric_mean};
-use super::report::DemoReport;
-use crate::grid::log_log_slope;
-use crate::model_update::ModelUpdateRun;
-use crate::stats::{Estimate, bootstrap};
+use super::claim::Claim;
+use super::record::DemoReport;
+use crate::experiments::model_update::ModelUpdateRun;
+use crate::stats::fit::geometric_mean;
+use crate::stats::fit::log_log_slope;
+use crate::stats::sample::{Estimate, bootstrap};
 
 /// One seed's (depth, ‖ΔF‖) points.
 type Points = Vec<(usize, f64)>;

@@ -9,7 +9,7 @@
 //! ```
 //!
 //! # Shapes
-//! Not applicable: a driver over [`crate::probe`] and [`crate::worker`].
+//! Not applicable: a driver over [`crate::experiments::probe`] and [`crate::runner::worker`].
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -20,16 +20,16 @@ use addnorm::backend::Kind;
 use super::claims::evaluate_claims;
 use super::config::{DemoConfig, all_training_runs, run_name, training_runs};
 use super::parts::Part;
-use super::report::DemoReport;
+use super::record::DemoReport;
 use crate::error::{LabError, read_json, write_json};
-use crate::grid::NormKind;
-use crate::jobs::JobPlan;
-use crate::lease::Holder;
-use crate::probe::ProbeReport;
-use crate::proxies::ProxyRun;
-use crate::sweep::{SweepRun, summarize};
-use crate::train::TrainConfig;
-use crate::worker::{RunState, claim_and_compute, finished, still_held, train_claimed};
+use crate::experiments::norm_kind::NormKind;
+use crate::experiments::probe::ProbeReport;
+use crate::experiments::proxies::ProxyRun;
+use crate::experiments::sweep::{SweepRun, summarize};
+use crate::experiments::train::TrainConfig;
+use crate::runner::jobs::JobPlan;
+use crate::runner::lease::Holder;
+use crate::runner::worker::{RunState, claim_and_compute, finished, still_held, train_claimed};
 
 /// How a demo worker runs: progress, concurrency, and when another worker's claim is stale.
 #[derive(Clone, Copy, Debug)]
@@ -111,8 +111,8 @@ fn train_unclaimed<B: NormAutodiffBackend>(
     options: &DemoOptions,
     device: &B::Device,
 ) -> Result<Vec<RunState>, LabError> {
-    let bar = crate::jobs::runs_bar(runs.len(), "B, C: train", options.progress);
-    let states = crate::jobs::run_jobs(runs, options.plan, |(name, tc)| {
+    let bar = crate::runner::jobs::runs_bar(runs.len(), "B, C: train", options.progress);
+    let states = crate::runner::jobs::run_jobs(runs, options.plan, |(name, tc)| {
         let state = train_claimed::<B>(out, name, tc, options.stale_after, device);
         bar.set_message(name.clone());
         bar.inc(1);
@@ -161,7 +161,7 @@ fn finished_proxies(config: &DemoConfig, out: &Path) -> Result<Vec<ProxyRun>, La
             let tc = c.train_config(variant, lr, seed);
             let run = finished_run(
                 out,
-                &crate::proxies::run_name(variant, lr, seed),
+                &crate::experiments::proxies::run_name(variant, lr, seed),
                 &tc,
                 NormKind::Layer,
             )?;

@@ -10,11 +10,13 @@ use std::fmt::Write as _;
 
 use addnorm::nn::Placement;
 
-use super::claims::{claims_table, geometric_mean, success_rate};
+use super::claim::claims_table;
 use super::config::label;
-use super::report::DemoReport;
-use crate::proxies::ProxyVariant;
-use crate::sweep::SweepRun;
+use super::measures::success_rate;
+use super::record::DemoReport;
+use crate::experiments::proxies::ProxyVariant;
+use crate::experiments::sweep::SweepRun;
+use crate::stats::fit::geometric_mean;
 
 /// The Markdown report of `report`.
 pub fn markdown(report: &DemoReport) -> String {
@@ -44,7 +46,7 @@ pub fn markdown(report: &DemoReport) -> String {
         c.probe.n_heads,
         c.probe.d_ff,
         c.probe.batch_size,
-        crate::report::probe_table(&report.probe)
+        crate::experiments::probe::table::probe_table(&report.probe)
     );
     let _ = writeln!(s, "![last layer against depth](last_layer_vs_depth.png)\n");
     let _ = writeln!(s, "![per-layer gradient norms](gradient_per_layer.png)\n");

@@ -9,7 +9,7 @@
 //! Lemma 2  Pre-LN residual growth, ReLU, d_ff = d, one head, W^Q = W^K = 0, 10 seeds
 //! B        training        the five pairs × warm-up {0, 100} × seeds at LR 1e-2, depth 6,
 //!                          and Peri-LN and ReZero without warm-up
-//! C        proxies         Wortsman et al. 2023 on the Markov language (crate::proxies),
+//! C        proxies         Wortsman et al. 2023 on the Markov language (crate::experiments::proxies),
 //!                          with §3.2.1's long warm-up
 //! D        model update    DeepNet Fig. 5, Post-LN vs DeepNorm, 6–96 layers
 //! claims   28, each with its source, setting, measured value, 95% interval and verdict
@@ -24,25 +24,29 @@
 //! # Workers
 //! Any number of `addnorm demo` processes may share one `--out` (one machine, or several
 //! over NFS). Each part ([`parts::Part`]) and each run of B and C is claimed before it is
-//! computed ([`crate::worker`], [`crate::lease`]); a dead worker's part is taken
+//! computed ([`crate::runner::worker`], [`crate::runner::lease`]); a dead worker's part is taken
 //! over. The worker that finds every part finished writes the report; the others name the
 //! parts still held and exit 0. Rerunning the demo into the same `--out` reuses what is
 //! finished. Within a process, `--jobs` runs (and probe cells) go at once.
 //!
 //! One concept per file: [`config`] (what runs), [`parts`] (the claimed JSON parts),
-//! [`claims`] (a claim and the list of all), `xiong`, `peri_ln`, `wortsman` and `deepnet`
-//! (each paper's claims and statistics), [`report`] (what `demo.json` holds), [`driver`] (the
-//! worker that runs it), [`plots`], `plots_study` and [`markdown`] (how it is shown).
+//! [`claim`] (the record of a claim), [`claims`] (the list of all), `xiong`, `peri_ln`,
+//! `wortsman` and `deepnet` (each paper's claims and statistics), [`measures`] (the
+//! profiles and success rates they read), [`record`] (what `demo.json` holds), [`driver`]
+//! (the worker that runs it), [`plots`], `plots_study` and [`markdown`] (how it is shown).
 //!
 //! # Shapes
-//! Not applicable: a driver over [`crate::probe`], [`crate::expected_gradient`],
-//! [`crate::train`](mod@crate::train) and [`crate::model_update`].
+//! Not applicable: a driver over [`crate::experiments::probe`], [`crate::experiments::expected_gradient`],
+//! [`crate::experiments::train`](mod@crate::experiments::train) and [`crate::experiments::model_update`].
 
+pub mod claim;
 pub mod claims;
 pub mod config;
 mod deepnet;
 pub mod driver;
+mod layer_series;
 pub mod markdown;
+pub mod measures;
 pub mod parts;
 mod peri_ln;
 pub mod plots;
@@ -51,9 +55,8 @@ pub mod record;
 mod wortsman;
 mod xiong;
 
-pub use claims::{Claim, claims_table, evaluate_claims};
+pub use claim::{Claim, claims_table};
+pub use claims::evaluate_claims;
 pub use config::{DemoConfig, default_seeds};
 pub use driver::{DemoOptions, DemoOutcome, demo, demo_with};
 pub use record::DemoReport;
-// The old name of `record`, while the files move (removed by the next commit).
-use record as report;

@@ -18,10 +18,10 @@ use addnorm::NormAutodiffBackend;
 
 use super::config::DemoConfig;
 use crate::error::{LabError, write_json};
-use crate::expected_gradient::expected_gradients;
-use crate::jobs::JobPlan;
-use crate::model_update::model_updates;
-use crate::probe::probe_pairs;
+use crate::experiments::expected_gradient::expected_gradients;
+use crate::experiments::model_update::model_updates;
+use crate::experiments::probe::probe_pairs;
+use crate::runner::jobs::JobPlan;
 
 /// One claimed part of the demo.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

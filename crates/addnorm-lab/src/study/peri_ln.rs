@@ -23,11 +23,13 @@
 
 use addnorm::nn::Placement;
 
-use super::claims::{Claim, geometric_mean, successes};
-use super::report::DemoReport;
-use crate::grid::NormKind;
-use crate::stats::{bootstrap, mean, quantile};
-use crate::sweep::SweepRun;
+use super::claim::Claim;
+use super::measures::successes;
+use super::record::DemoReport;
+use crate::experiments::norm_kind::NormKind;
+use crate::experiments::sweep::SweepRun;
+use crate::stats::fit::geometric_mean;
+use crate::stats::sample::{bootstrap, mean, quantile};
 
 const SOURCE: &str = "Kim et al. 2025 (Peri-LN), abstract";
 
@@ -75,7 +77,7 @@ fn paired_ratio(
     report: &DemoReport,
     stat: fn(&SweepRun) -> f64,
     seed: u64,
-) -> crate::stats::Estimate {
+) -> crate::stats::sample::Estimate {
     let ratios: Vec<f64> = runs_of(report, Placement::Pre)
         .iter()
         .zip(runs_of(report, Placement::Peri))
@@ -174,7 +176,7 @@ pub(super) fn claims(report: &DemoReport) -> Vec<Claim> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::train::Evaluation;
+    use crate::experiments::train::Evaluation;
 
     fn run(residual_rms: Vec<f64>, grad_norms: Vec<f64>) -> SweepRun {
         SweepRun {

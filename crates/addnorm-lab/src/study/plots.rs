@@ -8,13 +8,14 @@ use std::path::Path;
 
 use addnorm::nn::Placement;
 
-use super::claims::{profile, w2};
 use super::config::label;
-use super::report::DemoReport;
+use super::layer_series::layer_series;
+use super::measures::{profile, w2};
+use super::record::DemoReport;
 use crate::error::LabError;
-use crate::grid::NormKind;
+use crate::experiments::norm_kind::NormKind;
+use crate::experiments::sweep::SweepRun;
 use crate::plot::{Band, Chart, Series, save_png};
-use crate::sweep::SweepRun;
 
 /// Writes every plot of `report` into `out`.
 ///
@@ -30,20 +31,6 @@ pub fn draw_plots(report: &DemoReport, out: &Path) -> Result<(), LabError> {
     super::plots_study::lr_sensitivity(report, out)?;
     super::plots_study::attention_logits(report, out)?;
     super::plots_study::model_update(report, out)
-}
-
-/// A per-layer profile as a solid line over layers 1..=L.
-pub(super) fn layer_series(label: String, profile: Vec<f64>, color: usize) -> Series {
-    Series {
-        label,
-        points: profile
-            .into_iter()
-            .enumerate()
-            .map(|(l, g)| ((l + 1) as f64, g))
-            .collect(),
-        color,
-        dashed: false,
-    }
 }
 
 /// The probed (placement, norm) pairs that have a norm.

@@ -19,11 +19,11 @@ use std::path::Path;
 
 use addnorm::nn::Placement;
 
-use super::plots::layer_series;
-use super::report::DemoReport;
+use super::layer_series::layer_series;
+use super::record::DemoReport;
 use crate::error::LabError;
+use crate::experiments::proxies::ProxyVariant;
 use crate::plot::{Chart, Series, save_png};
-use crate::proxies::ProxyVariant;
 
 /// `figure_3.png`: the two FFN weights' expected-gradient profiles at the paper's depth.
 pub(super) fn figure_3(report: &DemoReport, out: &Path) -> Result<(), LabError> {
@@ -66,7 +66,7 @@ pub(super) fn peri_ln(report: &DemoReport, out: &Path) -> Result<(), LabError> {
             .enumerate()
             .map(|(i, &p)| {
                 let group = runs(p);
-                let profile = super::claims::per_layer_gm(&group, |r| {
+                let profile = super::measures::per_layer_gm(&group, |r| {
                     r.evaluations.last().map_or(&EMPTY, |e| &e.residual_rms)
                 });
                 Series {
@@ -99,7 +99,7 @@ pub(super) fn peri_ln(report: &DemoReport, out: &Path) -> Result<(), LabError> {
                     points: (0..len)
                         .map(|t| {
                             let values: Vec<f64> = group.iter().map(|r| r.grad_norms[t]).collect();
-                            ((t + 1) as f64, crate::stats::mean(&values))
+                            ((t + 1) as f64, crate::stats::sample::mean(&values))
                         })
                         .collect(),
                     color: i,
@@ -182,7 +182,8 @@ pub(super) fn attention_logits(report: &DemoReport, out: &Path) -> Result<(), La
                 .map(|k| {
                     let step = first.run.evaluations[k].step as f64;
                     let values = runs.iter().filter_map(|r| r.run.evaluations.get(k));
-                    let gm = super::claims::geometric_mean(values.map(|e| e.max_attention_logit));
+                    let gm =
+                        crate::stats::fit::geometric_mean(values.map(|e| e.max_attention_logit));
                     (step, gm)
                 })
                 .collect();

@@ -5,13 +5,13 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::claims::Claim;
+use super::claim::Claim;
 use super::config::DemoConfig;
-use crate::expected_gradient::ExpectedGradientRun;
-use crate::model_update::ModelUpdateRun;
-use crate::probe::ProbeReport;
-use crate::proxies::ProxyRun;
-use crate::sweep::SweepRun;
+use crate::experiments::expected_gradient::ExpectedGradientRun;
+use crate::experiments::model_update::ModelUpdateRun;
+use crate::experiments::probe::ProbeReport;
+use crate::experiments::proxies::ProxyRun;
+use crate::experiments::sweep::SweepRun;
 
 /// What `demo.json` holds.
 #[derive(Serialize, Deserialize, Clone, Debug)]

@@ -1,4 +1,4 @@
-//! Wortsman et al. 2023's claims at toy scale (experiment C, [`crate::proxies`]).
+//! Wortsman et al. 2023's claims at toy scale (experiment C, [`crate::experiments::proxies`]).
 //!
 //! ```text
 //! logit growth     r = peak max-attention-logit / its initial value, GM over seeds, at the
@@ -7,7 +7,7 @@
 //!                  ℓ_cf the best context-free loss, ℓ_floor the language's entropy floor;
 //!                  QK-layernorm's largest such η ≥ one grid step above the baseline's
 //! sensitivity      S_baseline − S_qk > 0 (95% low), S against the ℓ* of both
-//!                  (crate::sensitivity), seeds resampled in pairs
+//!                  (crate::stats::sensitivity), seeds resampled in pairs
 //! warm-up          S_qk − S_long-warm-up > 0 (95% low), both with QK-layernorm, warm-up
 //!                  5% against `long_warmup` of the same total steps
 //! z-loss           drift = |log Z_T − log Z_0| per seed (validation, no weight decay):
@@ -17,11 +17,13 @@
 //! # Shapes
 //! Not applicable: statistics over run summaries.
 
-use super::claims::{Claim, geometric_mean};
-use super::report::DemoReport;
-use crate::proxies::{ProxyRun, ProxyVariant};
-use crate::sensitivity::{LossTable, sensitivities};
-use crate::stats::{Estimate, bootstrap, mean};
+use super::claim::Claim;
+use super::record::DemoReport;
+use crate::experiments::proxies::{ProxyRun, ProxyVariant};
+use crate::experiments::sweep::loss_table;
+use crate::stats::fit::geometric_mean;
+use crate::stats::sample::{Estimate, bootstrap, mean};
+use crate::stats::sensitivity::{LossTable, sensitivities};
 
 const SOURCE: &str = "Wortsman et al. 2023";
 
@@ -108,13 +110,13 @@ fn growth_note(base: Estimate, qk: Estimate, steps: usize) -> String {
 /// The loss table of a variant.
 fn table(report: &DemoReport, variant: ProxyVariant) -> LossTable {
     let c = &report.config.proxies;
-    let runs: Vec<&crate::sweep::SweepRun> = report
+    let runs: Vec<&crate::experiments::sweep::SweepRun> = report
         .proxies
         .iter()
         .filter(|r| r.variant == variant)
         .map(|r| &r.run)
         .collect();
-    LossTable::from_runs(&runs, &c.learning_rates, &c.seeds)
+    loss_table(&runs, &c.learning_rates, &c.seeds)
 }
 
 /// The index of the largest LR that trains, on the seed columns `seeds` (−1 if none).
@@ -217,7 +219,7 @@ fn warm_up_sensitivity(report: &DemoReport) -> Option<Claim> {
         setting: format!(
             "{}, QK-layernorm, warm-up {:.0}% against {:.0}% of the steps",
             setting(report),
-            100.0 * crate::proxies::ProxyConfig::WARMUP,
+            100.0 * crate::experiments::proxies::ProxyConfig::WARMUP,
             100.0 * c.long_warmup
         ),
         measured: format!(

@@ -13,19 +13,22 @@
 //!             and with warm-up ≥ 2/3; Pre-placed norms without warm-up ≥ 2/3
 //! ```
 //!
-//! Every interval is a seed bootstrap ([`crate::stats::bootstrap`]).
+//! Every interval is a seed bootstrap ([`crate::stats::sample::bootstrap`]).
 //!
 //! # Shapes
 //! Not applicable: statistics over run summaries.
 
 use addnorm::nn::Placement;
 
-use super::claims::{Claim, geometric_mean, per_layer_gm, successes};
-use super::report::DemoReport;
-use crate::expected_gradient::{ExpectedGradientConfig, ExpectedGradientRun};
-use crate::grid::{NormKind, log_log_slope};
-use crate::probe::ProbeResult;
-use crate::stats::{Estimate, bootstrap, mean, spearman};
+use super::claim::Claim;
+use super::measures::{per_layer_gm, successes};
+use super::record::DemoReport;
+use crate::experiments::expected_gradient::{ExpectedGradientConfig, ExpectedGradientRun};
+use crate::experiments::norm_kind::NormKind;
+use crate::experiments::probe::ProbeResult;
+use crate::stats::fit::geometric_mean;
+use crate::stats::fit::log_log_slope;
+use crate::stats::sample::{Estimate, bootstrap, mean, spearman};
 
 const SOURCE: &str = "Xiong et al. 2020";
 

@@ -8,9 +8,9 @@
 use std::path::Path;
 
 use addnorm::backend::ndarray::{AutodiffBackend as B, device};
-use addnorm_lab::demo::{DemoConfig, DemoOptions, DemoOutcome, DemoReport, demo_with};
-use addnorm_lab::jobs::JobPlan;
-use addnorm_lab::task::{Task, TaskKind};
+use addnorm_lab::experiments::task::{Task, TaskKind};
+use addnorm_lab::runner::jobs::JobPlan;
+use addnorm_lab::study::{DemoConfig, DemoOptions, DemoOutcome, DemoReport, demo_with};
 
 use super::{TempDir, addnorm, stderr};
 
@@ -29,7 +29,8 @@ fn tiny_demo() -> DemoConfig {
     config.train_d_model = 16;
     config.warmups = vec![0];
     config.steps = 20;
-    let tiny = |c: &mut addnorm_lab::expected_gradient::ExpectedGradientConfig, depth| {
+    let tiny = |c: &mut addnorm_lab::experiments::expected_gradient::ExpectedGradientConfig,
+                depth| {
         c.task = config.probe.task;
         c.depths = vec![depth];
         c.seeds = vec![0, 1, 2];
@@ -140,7 +141,9 @@ fn part_names(config: &DemoConfig) -> Vec<String> {
         }
     }
     for (variant, lr, seed) in config.proxies.runs() {
-        names.push(addnorm_lab::proxies::run_name(variant, lr, seed));
+        names.push(addnorm_lab::experiments::proxies::run_name(
+            variant, lr, seed,
+        ));
     }
     names
 }

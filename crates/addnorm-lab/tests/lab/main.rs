@@ -16,9 +16,9 @@ mod workers;
 
 use addnorm::backend::ndarray::{AutodiffBackend as B, device};
 use addnorm::nn::{Placement, TransformerStack, TransformerStackConfig};
-use addnorm_lab::grid::NormKind;
-use addnorm_lab::loss::masked_cross_entropy;
-use addnorm_lab::probe::{ProbeConfig, probe};
+use addnorm_lab::experiments::norm_kind::NormKind;
+use addnorm_lab::experiments::probe::{ProbeConfig, probe};
+use addnorm_lab::experiments::train::loss::masked_cross_entropy;
 use addnorm_lab::{Task, TaskKind, TrainConfig, TrainOptions, TrainSummary, train};
 use burn::module::{AutodiffModule, Module};
 use burn::record::{FullPrecisionSettings, NamedMpkFileRecorder};
@@ -104,13 +104,14 @@ fn checkpoint_validation_loss(config: &TrainConfig, out: &Path) -> (usize, f64) 
         serde_json::from_str(&read(&out.join("checkpoint.json"))).expect("checkpoint.json");
     let step = index["step"].as_u64().expect("a step") as usize;
     let dir = out.join(index["dir"].as_str().expect("a directory"));
-    let model: TransformerStack<B> = addnorm_lab::seeded::init_model(&config.model, 999, &device())
-        .load_file(
-            dir.join("model"),
-            &NamedMpkFileRecorder::<FullPrecisionSettings>::new(),
-            &device(),
-        )
-        .unwrap_or_else(|e| panic!("{} does not load: {e}", dir.display()));
+    let model: TransformerStack<B> =
+        addnorm_lab::experiments::train::seeded::init_model(&config.model, 999, &device())
+            .load_file(
+                dir.join("model"),
+                &NamedMpkFileRecorder::<FullPrecisionSettings>::new(),
+                &device(),
+            )
+            .unwrap_or_else(|e| panic!("{} does not load: {e}", dir.display()));
     let valid = model.valid();
     let validation = config
         .task
@@ -355,7 +356,7 @@ fn config_json_round_trips_and_metrics_csv_has_one_row_per_step() {
         .with_weight_decay(0.01);
     let dir = TempDir::new("files");
     let summary = run(&config, dir.path(), &TrainOptions::default());
-    for file in addnorm_lab::train::run_files(dir.path()) {
+    for file in addnorm_lab::experiments::train::run_files(dir.path()) {
         assert!(file.is_file(), "{} missing", file.display());
     }
 

@@ -3,11 +3,13 @@
 
 use addnorm::backend::ndarray::{AutodiffBackend as B, device};
 use addnorm::nn::Placement;
-use addnorm_lab::expected_gradient::{ExpectedGradientConfig, expected_gradient_one};
-use addnorm_lab::grid::NormKind;
-use addnorm_lab::loss::{log_partition, masked_cross_entropy, objective, z_loss};
-use addnorm_lab::model_update::{ModelUpdateConfig, model_update_one};
-use addnorm_lab::task::{Batch, Task, TaskKind};
+use addnorm_lab::experiments::expected_gradient::{ExpectedGradientConfig, expected_gradient_one};
+use addnorm_lab::experiments::model_update::{ModelUpdateConfig, model_update_one};
+use addnorm_lab::experiments::norm_kind::NormKind;
+use addnorm_lab::experiments::task::{Batch, Task, TaskKind};
+use addnorm_lab::experiments::train::loss::{
+    log_partition, masked_cross_entropy, objective, z_loss,
+};
 use burn::module::Param;
 use burn::tensor::{ElementConversion, Int, Tensor, TensorData};
 
@@ -49,8 +51,11 @@ fn union(task: &Task, seed: u64, batches: usize, size: usize) -> Batch {
 fn the_expected_gradient_equals_the_gradient_over_the_union_of_the_batches() {
     let config = fig3_config();
     let run = expected_gradient_one::<B>(&config, (Placement::Post, 2, 4), &device());
-    let model =
-        addnorm_lab::seeded::init_model::<B>(&config.model(Placement::Post, 2), 4, &device());
+    let model = addnorm_lab::experiments::train::seeded::init_model::<B>(
+        &config.model(Placement::Post, 2),
+        4,
+        &device(),
+    );
     let (inputs, targets, mask) = union(&config.task, 4, 3, 4).to_tensors::<B>(&device());
     let grads = masked_cross_entropy(model.forward(inputs), targets, mask).backward();
     let norm = |p: &Param<Tensor<B, 2>>| -> f64 {
@@ -130,7 +135,14 @@ fn log_z_and_the_z_loss_match_hand_computed_values() {
 
 #[test]
 fn independent_weight_decay_hands_burn_lambda_over_the_peak_lr() {
-    let model = addnorm_lab::grid::stack_config(16, 2, 32, 1, Placement::Pre, NormKind::Layer);
+    let model = addnorm_lab::experiments::model::stack_config(
+        16,
+        2,
+        32,
+        1,
+        Placement::Pre,
+        NormKind::Layer,
+    );
     let config = addnorm_lab::TrainConfig::for_task(Task::new(TaskKind::Reverse, 3, 5), model)
         .with_learning_rate(0.1)
         .with_weight_decay(1e-4);

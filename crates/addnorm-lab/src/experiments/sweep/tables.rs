@@ -1,35 +1,12 @@
-//! Markdown tables of the study's results, shared by the terminal and `report.md`.
+//! The sweep's cells and configurations as Markdown tables, for the terminal.
 //!
 //! # Shapes
 //! Not applicable: text formatting.
 
-use crate::probe::ProbeReport;
-use crate::sweep::SweepReport;
+use super::record::SweepReport;
 
 fn fmt_opt<T: core::fmt::Display>(v: Option<T>) -> String {
     v.map_or("—".into(), |v| v.to_string())
-}
-
-/// The probe's slopes as a Markdown table.
-pub fn probe_table(report: &ProbeReport) -> String {
-    let mut s = String::from(
-        "| placement | norm | slope of ln ‖∂L/∂W₂^(L)‖ vs ln L | ‖∂L/∂W₂^(L)‖ by depth |\n|---|---|---|---|\n",
-    );
-    for fit in &report.slopes {
-        let points: Vec<String> = fit
-            .points
-            .iter()
-            .map(|(d, g)| format!("L={d}: {g:.3e}"))
-            .collect();
-        s += &format!(
-            "| {} | {} | {:.3} | {} |\n",
-            fit.placement,
-            fit.norm.name(),
-            fit.slope,
-            points.join(", ")
-        );
-    }
-    s
 }
 
 /// The sweep's cells and configurations as Markdown tables.

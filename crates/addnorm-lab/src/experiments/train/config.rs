@@ -2,9 +2,9 @@
 //! ([`TrainOptions`]).
 //!
 //! ```text
-//! lr(s)   warm-up then cosine decay to peak · final_lr_fraction (crate::schedule)
+//! lr(s)   warm-up then cosine decay to peak · final_lr_fraction (crate::experiments::train::schedule)
 //! batch   [batch_size, 2n + 1] token ids of task, seeded by (seed, step)
-//! loss    masked cross-entropy + z_loss · mean(log² Z)          (crate::loss)
+//! loss    masked cross-entropy + z_loss · mean(log² Z)          (crate::experiments::train::loss)
 //! AdamW   β = (0.9, beta_2), ε = 1e-8; θ ← θ − lr(s)·λ'·θ − lr(s)·Δ, where
 //!         λ' = λ (Burn's coupled decay) or λ / lr_peak (independent decay)
 //! ```
@@ -16,8 +16,8 @@ use addnorm::backend::Kind;
 use addnorm::nn::TransformerStackConfig;
 use burn::config::Config;
 
-use crate::schedule::WarmupCosine;
-use crate::task::Task;
+use super::schedule::WarmupCosine;
+use crate::experiments::task::Task;
 
 /// Everything that defines a training run, a Burn [`Config`] saved as `config.json`.
 /// Build it with [`TrainConfig::for_task`], which fits the model to the task, then the

@@ -18,9 +18,9 @@ use std::path::{Path, PathBuf};
 
 use addnorm::nn::StackStats;
 
+use super::gradients::LAYER_WEIGHTS;
 use super::summary::Evaluation;
 use crate::error::LabError;
-use crate::gradients::LAYER_WEIGHTS;
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> LabError + '_ {
     move |e| LabError::io(path, e)

@@ -17,12 +17,12 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use super::checkpoint::{self, CheckpointIndex};
 use super::config::{TrainConfig, TrainOptions};
+use super::gradients::{clip_global_norm, global_gradient_norm, layer_gradient_norms};
+use super::loss::{accuracy, masked_cross_entropy, mean_log_partition, objective};
 use super::metrics::{MetricsFile, StepRow, header, rows_before};
 use super::summary::{Divergence, Evaluation, TrainSummary};
 use crate::error::{LabError, write_json};
-use crate::gradients::{clip_global_norm, global_gradient_norm, layer_gradient_norms};
-use crate::loss::{accuracy, masked_cross_entropy, mean_log_partition, objective};
-use crate::task::Batch;
+use crate::experiments::task::Batch;
 
 /// Where a run stands: what it resumed from, and the history since.
 struct History {
@@ -87,7 +87,10 @@ where
     if config.model.dropout > 0.0 {
         // Dropout draws from the backend's generator: seed it per step, so that a resumed
         // run drops the same units.
-        crate::seeded::reseed::<B>(device, crate::task::stream_seed(config.seed, step as u64));
+        super::seeded::reseed::<B>(
+            device,
+            crate::stats::rng::stream_seed(config.seed, step as u64),
+        );
     }
     let batch = config
         .task
@@ -179,7 +182,7 @@ fn start_or_resume<B: NormAutodiffBackend>(
     validation: &Batch,
     device: &B::Device,
 ) -> Result<Start<B, impl Optimizer<TransformerStack<B>, B> + use<B>>, LabError> {
-    let model: TransformerStack<B> = crate::seeded::init_model(&config.model, config.seed, device);
+    let model: TransformerStack<B> = super::seeded::init_model(&config.model, config.seed, device);
     // The initial model depends on the seed alone, so ℓ₀ is recomputed on a resume.
     let initial = evaluate(&model, validation, 0);
     let fresh = History {

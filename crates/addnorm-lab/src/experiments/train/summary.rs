@@ -6,7 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::loss::Accuracy;
+use super::loss::Accuracy;
 
 /// Validation metrics.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
