@@ -224,7 +224,7 @@ fn median(mut times: Vec<Duration>) -> Duration {
 
 /// The same model with Burn's built-in norm of the same kind.
 fn with_burn_norms(config: &TransformerStackConfig) -> TransformerStackConfig {
-    let norm = match &config.norm {
+    let norm = match &config.block.norm {
         NormConfig::Rms(c) => {
             NormConfig::BurnRms(burn::nn::RmsNormConfig::new(0).with_epsilon(c.epsilon))
         }

@@ -139,9 +139,9 @@ fn main() {
     println!(
         "TransformerStack tiny ({} layers, d_model {}, {} placement), weights drawn on {PREFERRED} \
          with seed 0 ({} bytes); one AdamW step at lr {LEARNING_RATE} on a [16, {}] batch of {}",
-        config.n_layers,
-        config.d_model,
-        config.placement,
+        config.block.n_layers,
+        config.block.d_model,
+        config.block.placement,
         weights.len(),
         task.seq_len(),
         task.kind.name(),

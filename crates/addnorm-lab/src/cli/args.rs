@@ -6,14 +6,14 @@
 use std::path::{Path, PathBuf};
 
 use addnorm::backend::Kind;
-use addnorm::nn::{Activation, Placement};
+use addnorm::nn::{Activation, Placement, TransformerBlockConfig};
 use clap::Args;
 
 use super::parse::{
     parse_activation, parse_backend, parse_beta, parse_count, parse_non_negative, parse_norm,
     parse_placement, parse_positive, parse_shard, parse_task,
 };
-use crate::experiments::model::stack_config;
+use crate::experiments::model::ModelConfig;
 use crate::experiments::norm_kind::NormKind;
 use crate::experiments::probe::ProbeConfig;
 use crate::experiments::task::{Task, TaskKind};
@@ -280,16 +280,15 @@ pub struct MergeArgs {
 impl TrainArgs {
     /// The run's configuration.
     pub fn config(&self) -> TrainConfig {
-        let model = stack_config(
-            self.d_model,
-            self.heads,
-            self.d_ff,
-            self.depth,
-            self.placement,
-            self.norm,
-        )
-        .with_qk_norm(self.qk_layernorm.then(|| NormKind::Layer.config()))
-        .with_separate_qk_norms(self.qk_layernorm);
+        let block = TransformerBlockConfig::new(self.d_model, self.heads, self.d_ff)
+            .with_n_layers(self.depth)
+            .with_placement(self.placement)
+            .with_norm(self.norm.config())
+            .with_qk_norm(self.qk_layernorm.then(|| NormKind::Layer.config()))
+            .with_separate_qk_norms(self.qk_layernorm);
+        let model = ModelConfig::new()
+            .with_block(block)
+            .with_backend(self.common.backend);
         TrainConfig::for_task(self.task.task(), model)
             .with_learning_rate(self.lr)
             .with_warmup_steps(self.warmup)
@@ -304,58 +303,44 @@ impl TrainArgs {
             .with_eval_every(self.eval_every)
             .with_stats_every(self.stats_every)
             .with_checkpoint_every(self.checkpoint_every)
-            .with_backend(self.common.backend)
     }
 }
 
 impl ProbeArgs {
     /// The probe's configuration.
     pub fn config(&self) -> ProbeConfig {
-        ProbeConfig {
-            task: self.task.task(),
-            placements: self.placements.clone(),
-            norms: self.norms.clone(),
-            depths: self.depths.clone(),
-            seeds: self.common.seeds(self.seeds),
-            d_model: self.d_model,
-            n_heads: self.heads,
-            d_ff: self.d_ff,
-            batch_size: self.batch,
-            zero_init_query_key: !self.random_query_key,
-            activation: self.activation,
-            backend: self.common.backend,
-        }
-    }
-
-    /// The probe's deepest model as a one-step run of a probe batch, for the cost check.
-    pub fn largest_run(&self) -> TrainConfig {
-        let config = self.config();
-        let depth = config.depths.iter().copied().max().unwrap_or(1);
-        let p = config.placements.first().copied().unwrap_or_default();
-        let n = config.norms.first().copied().unwrap_or(NormKind::Layer);
-        TrainConfig::for_task(config.task, config.model(p, n, depth))
-            .with_batch_size(config.batch_size)
-            .with_steps(1)
-            .with_validation_size(0)
+        let block = TransformerBlockConfig::new(self.d_model, self.heads, self.d_ff)
+            .with_zero_init_query_key(!self.random_query_key)
+            .with_activation(self.activation);
+        let model = ModelConfig::new()
+            .with_block(block)
+            .with_backend(self.common.backend);
+        ProbeConfig::new(self.task.task(), model)
+            .with_placements(self.placements.clone())
+            .with_norms(self.norms.clone())
+            .with_depths(self.depths.clone())
+            .with_seeds(self.common.seeds(self.seeds))
+            .with_batch_size(self.batch)
     }
 }
 
 impl SweepArgs {
-    /// The sweep's configuration.
+    /// The sweep's configuration: heads d_model / 16, d_ff 4 · d_model.
     pub fn config(&self) -> crate::experiments::sweep::SweepConfig {
-        crate::experiments::sweep::SweepConfig {
-            task: self.task.task(),
-            placements: self.placements.clone(),
-            norm: self.norm,
-            depths: self.depths.clone(),
-            warmups: self.warmups.clone(),
-            learning_rates: self.lrs.clone(),
-            seeds: self.common.seeds(self.seeds),
-            steps: self.steps,
-            d_model: self.d_model,
-            batch_size: 32,
-            backend: self.common.backend,
-        }
+        let d = self.d_model;
+        let block = TransformerBlockConfig::new(d, (d / 16).max(1), 4 * d);
+        let model = ModelConfig::new()
+            .with_block(block)
+            .with_backend(self.common.backend);
+        crate::experiments::sweep::SweepConfig::new(self.task.task(), model)
+            .with_placements(self.placements.clone())
+            .with_norm(self.norm)
+            .with_depths(self.depths.clone())
+            .with_warmups(self.warmups.clone())
+            .with_learning_rates(self.lrs.clone())
+            .with_seeds(self.common.seeds(self.seeds))
+            .with_steps(self.steps)
+            .with_batch_size(32)
     }
 
     /// The output directory.
@@ -403,7 +388,7 @@ impl DemoArgs {
         } else {
             crate::study::DemoConfig::quick(self.backend(), self.seed())
         };
-        base.with_seeds(self.seeds())
+        base.with_seed_count(self.seeds())
     }
 
     /// The output directory.

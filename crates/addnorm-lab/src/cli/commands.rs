@@ -112,7 +112,7 @@ pub fn sweep(args: &SweepArgs) -> Result<i32, LabError> {
         return Ok(2);
     }
     let options = args.options();
-    let outcome = with_backend!(config.backend, |B, device| {
+    let outcome = with_backend!(config.model.backend, |B, device| {
         run_sweep::<B>(&config, out, &options, &device)
     })?;
     print_sweep_outcome(&outcome, out);
@@ -160,7 +160,7 @@ pub fn demo(args: &DemoArgs) -> Result<i32, LabError> {
         );
         return Ok(2);
     }
-    let outcome = with_backend!(config.backend, |B, device| {
+    let outcome = with_backend!(config.backend(), |B, device| {
         demo_with::<B>(&config, out, &options, &device)
     })?;
     print_demo_outcome(&outcome, out);

@@ -64,7 +64,7 @@ fn check_writable(out: &Path) -> Result<(), String> {
 fn largest_run(command: &Command) -> Option<crate::experiments::train::TrainConfig> {
     match command {
         Command::Train(a) => Some(a.config()),
-        Command::Probe(a) => Some(a.largest_run()),
+        Command::Probe(a) => Some(a.config().largest_run()),
         Command::Sweep(a) => {
             let config = a.config();
             let deepest = config.grid().into_iter().max_by_key(|p| p.depth)?;

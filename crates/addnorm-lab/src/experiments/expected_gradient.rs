@@ -14,8 +14,8 @@
 //! Each of the K batches is `[batch_size, 2n + 1]`; a run yields `L` values per weight.
 
 use addnorm::NormAutodiffBackend;
-use addnorm::backend::Kind;
 use addnorm::nn::{Placement, TransformerStack, TransformerStackConfig};
+use burn::config::Config;
 use burn::module::Param;
 use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::{ElementConversion, Tensor};
@@ -23,49 +23,44 @@ use serde::{Deserialize, Serialize};
 
 use crate::experiments::norm_kind::NormKind;
 
-use crate::experiments::model::stack_config;
+use crate::experiments::model::ModelConfig;
 use crate::experiments::task::Task;
 use crate::experiments::train::loss::masked_cross_entropy;
 use crate::runner::jobs::JobPlan;
 
-/// What to measure. Saved in the demo's `expected_gradient.json`.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+/// What to measure, a Burn [`Config`]. Saved in the demo's `figure_3.json` config.
+#[derive(Config, Debug)]
 pub struct ExpectedGradientConfig {
     /// The task whose batches are drawn.
     pub task: Task,
-    /// Placements compared (the paper: Post-LN and Pre-LN).
+    /// The model of every cell (each cell sets its placement and depth; the paper keeps
+    /// Xavier W^Q and W^K) and the backend.
+    pub model: ModelConfig,
+    /// Placements compared. Default: Post-LN and Pre-LN (the paper's)
+    #[config(default = "vec![Placement::Post, Placement::Pre]")]
     pub placements: Vec<Placement>,
-    /// The norm of every placement.
+    /// The norm of every placement. Default: LayerNorm
+    #[config(default = "NormKind::Layer")]
     pub norm: NormKind,
-    /// Depths L (the paper: 6).
+    /// Depths L. Default: 6 (the paper's)
+    #[config(default = "vec![6]")]
     pub depths: Vec<usize>,
-    /// Seeds (the paper: 10).
+    /// Seeds. Default: 0 to 9 (the paper's 10)
+    #[config(default = "(0..10).collect()")]
     pub seeds: Vec<u64>,
-    /// K, the batches averaged per seed.
+    /// K, the batches averaged per seed. Default: 32
+    #[config(default = 32)]
     pub batches: usize,
-    /// Sequences per batch.
+    /// Sequences per batch. Default: 16
+    #[config(default = 16)]
     pub batch_size: usize,
-    /// Model width d.
-    pub d_model: usize,
-    /// Attention heads.
-    pub n_heads: usize,
-    /// Feed-forward width.
-    pub d_ff: usize,
-    /// The backend it ran on (informative).
-    pub backend: Kind,
 }
 
 impl ExpectedGradientConfig {
-    /// The model at `depth` for `placement`: Xavier W^Q and W^K.
-    pub fn model(&self, placement: Placement, depth: usize) -> TransformerStackConfig {
-        self.task.fit(stack_config(
-            self.d_model,
-            self.n_heads,
-            self.d_ff,
-            depth,
-            placement,
-            self.norm,
-        ))
+    /// The model at `depth` for `placement`, fitted to the task.
+    pub fn cell_model(&self, placement: Placement, depth: usize) -> TransformerStackConfig {
+        self.task
+            .fit(self.model.cell(placement, self.norm, depth).stack)
     }
 
     /// Every (placement, depth, seed), in report order.
@@ -140,7 +135,7 @@ pub fn expected_gradient_one<B: NormAutodiffBackend>(
     device: &B::Device,
 ) -> ExpectedGradientRun {
     let model: TransformerStack<B> = crate::experiments::train::seeded::init_model(
-        &config.model(placement, depth),
+        &config.cell_model(placement, depth),
         seed,
         device,
     );

@@ -16,58 +16,50 @@
 //! ‖ΔF‖ per step.
 
 use addnorm::NormAutodiffBackend;
-use addnorm::backend::Kind;
 use addnorm::nn::{Placement, TransformerStack};
+use burn::config::Config;
 use burn::module::AutodiffModule;
 use burn::tensor::{ElementConversion, Int, Tensor};
 use serde::{Deserialize, Serialize};
 
-use crate::experiments::norm_kind::NormKind;
-
-use crate::experiments::model::stack_config;
+use crate::experiments::model::ModelConfig;
 use crate::experiments::task::Task;
 use crate::experiments::train::run::{adamw, optimize};
 use crate::experiments::train::{TrainConfig, TrainOptions};
 use crate::runner::jobs::JobPlan;
 
-/// Experiment D's set-up. Part of the demo's `config.json`.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+/// Experiment D's set-up, a Burn [`Config`]. Part of the demo's `config.json`.
+#[derive(Config, Debug)]
 pub struct ModelUpdateConfig {
     /// The task trained on.
     pub task: Task,
-    /// Placements compared (Post-LN and DeepNorm).
+    /// The model of every cell (each cell sets its placement and depth; DeepNet's tiny
+    /// model is d = 64, d_ff = 128, 2 heads, with LayerNorm) and the backend.
+    pub model: ModelConfig,
+    /// Placements compared. Default: Post-LN and DeepNorm
+    #[config(default = "vec![Placement::Post, Placement::DeepNorm]")]
     pub placements: Vec<Placement>,
-    /// Depths N.
+    /// Depths N. Default: 6, 12, 24, 48, 96
+    #[config(default = "vec![6, 12, 24, 48, 96]")]
     pub depths: Vec<usize>,
-    /// Seeds.
+    /// Seeds. Default: 0, 1, 2
+    #[config(default = "vec![0, 1, 2]")]
     pub seeds: Vec<u64>,
-    /// Model width d (DeepNet: 64).
-    pub d_model: usize,
-    /// Feed-forward width (DeepNet: 128).
-    pub d_ff: usize,
-    /// Heads (DeepNet: 2).
-    pub n_heads: usize,
-    /// The constant learning rate.
+    /// The constant learning rate. Default: 1e-4
+    #[config(default = 1e-4)]
     pub learning_rate: f64,
-    /// Steps recorded.
+    /// Steps recorded. Default: 5
+    #[config(default = 5)]
     pub steps: usize,
-    /// Sequences per batch, and in x.
+    /// Sequences per batch, and in x. Default: 8
+    #[config(default = 8)]
     pub batch_size: usize,
-    /// The backend.
-    pub backend: Kind,
 }
 
 impl ModelUpdateConfig {
     /// The training configuration of one (placement, depth, seed).
     pub fn train_config(&self, placement: Placement, depth: usize, seed: u64) -> TrainConfig {
-        let model = stack_config(
-            self.d_model,
-            self.n_heads,
-            self.d_ff,
-            depth,
-            placement,
-            NormKind::Layer,
-        );
+        let model = self.model.placed(placement, depth);
         TrainConfig::for_task(self.task, model)
             .with_learning_rate(self.learning_rate)
             .with_warmup_steps(0)
@@ -77,7 +69,6 @@ impl ModelUpdateConfig {
             .with_batch_size(self.batch_size)
             .with_seed(seed)
             .with_stats_every(0)
-            .with_backend(self.backend)
     }
 
     /// Every (placement, depth, seed), deepest first (so that the longest cells start
@@ -142,7 +133,7 @@ pub fn model_update_one<B: NormAutodiffBackend>(
 ) -> ModelUpdateRun {
     let tc = config.train_config(placement, depth, seed);
     let mut model: TransformerStack<B> =
-        crate::experiments::train::seeded::init_model(&tc.model, seed, device);
+        crate::experiments::train::seeded::init_model(&tc.model.stack, seed, device);
     let mut optimizer = adamw::<B>(&tc);
     let inner = model.valid().head.weight.device();
     let (x, _, _) = tc

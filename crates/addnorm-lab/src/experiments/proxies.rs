@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! task        the Markov language (crate::experiments::task): a loss at every position
-//! model       Pre-LN, `depth` blocks of width d, GELU
+//! model       `model`: Pre-LN with LayerNorm, N blocks of width d, GELU
 //! optimizer   AdamW β = (0.9, 0.95), ε = 1e-8, global-norm clipping at 1, warm-up
 //!             5% of the steps then cosine; independent decay λ = 1e-4 (Burn's AdamW is
 //!             handed λ / lr_peak, crate::experiments::train::TrainConfig::burn_weight_decay)
@@ -21,13 +21,12 @@
 //! # Shapes
 //! Batches are `[batch_size, 2n + 1]` tokens of the Markov language.
 
-use addnorm::backend::Kind;
-use addnorm::nn::Placement;
+use burn::config::Config;
 use serde::{Deserialize, Serialize};
 
 use crate::experiments::norm_kind::NormKind;
 
-use crate::experiments::model::stack_config;
+use crate::experiments::model::ModelConfig;
 use crate::experiments::sweep::SweepRun;
 use crate::experiments::task::Task;
 use crate::experiments::train::TrainConfig;
@@ -65,37 +64,40 @@ impl ProxyVariant {
     }
 }
 
-/// Experiment C's set-up. Part of the demo's `config.json`.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+/// Experiment C's set-up, a Burn [`Config`]. Part of the demo's `config.json`.
+#[derive(Config, Debug)]
 pub struct ProxyConfig {
     /// The Markov language.
     pub task: Task,
-    /// Model width d.
-    pub d_model: usize,
-    /// Attention heads.
-    pub n_heads: usize,
-    /// Blocks.
-    pub depth: usize,
-    /// The LR grid of the baseline and QK-layernorm variants.
+    /// The model of every variant (Pre-LN with LayerNorm; the variants add QK-layernorm)
+    /// and the backend.
+    pub model: ModelConfig,
+    /// The LR grid of the baseline and QK-layernorm variants. Default: 3e-4 … 3e-1, ×√10
+    /// apart (7 points)
+    #[config(default = "vec![3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1, 3e-1]")]
     pub learning_rates: Vec<f64>,
-    /// The one LR of the two no-decay variants.
+    /// The one LR of the two no-decay variants. Default: 1e-1
+    #[config(default = 1e-1)]
     pub z_loss_learning_rate: f64,
-    /// Seeds of every variant.
+    /// Seeds of every variant. Default: 0, 1, 2
+    #[config(default = "vec![0, 1, 2]")]
     pub seeds: Vec<u64>,
-    /// Steps per run.
+    /// Steps per run. Default: 300
+    #[config(default = 300)]
     pub steps: usize,
-    /// Sequences per batch.
+    /// Sequences per batch. Default: 16
+    #[config(default = 16)]
     pub batch_size: usize,
-    /// Independent weight decay λ of the decayed variants.
+    /// Independent weight decay λ of the decayed variants. Default: 1e-4
+    #[config(default = 1e-4)]
     pub weight_decay: f64,
-    /// The z-loss coefficient.
+    /// The z-loss coefficient. Default: 1e-4
+    #[config(default = 1e-4)]
     pub z_loss: f64,
     /// The long-warm-up variant's warm-up, as a fraction of the steps (the others take
-    /// [`ProxyConfig::WARMUP`]); 0 leaves the variant out.
-    #[serde(default)]
+    /// [`ProxyConfig::WARMUP`]); 0 leaves the variant out. Default: 0.25 (§3.2.1)
+    #[config(default = 0.25)]
     pub long_warmup: f64,
-    /// The backend.
-    pub backend: Kind,
 }
 
 impl ProxyConfig {
@@ -132,16 +134,14 @@ impl ProxyConfig {
 
     /// The training configuration of one run.
     pub fn train_config(&self, variant: ProxyVariant, lr: f64, seed: u64) -> TrainConfig {
-        let model = stack_config(
-            self.d_model,
-            self.n_heads,
-            4 * self.d_model,
-            self.depth,
-            Placement::Pre,
-            NormKind::Layer,
-        )
-        .with_qk_norm(variant.qk_layernorm().then(|| NormKind::Layer.config()))
-        .with_separate_qk_norms(variant.qk_layernorm());
+        let qk = variant.qk_layernorm();
+        let model = self.model.clone().with_block(
+            self.model
+                .block()
+                .clone()
+                .with_qk_norm(qk.then(|| NormKind::Layer.config()))
+                .with_separate_qk_norms(qk),
+        );
         let decayed = !matches!(variant, ProxyVariant::NoDecay | ProxyVariant::NoDecayZLoss);
         let warmup = if variant == ProxyVariant::LongWarmup {
             self.long_warmup
@@ -168,7 +168,6 @@ impl ProxyConfig {
             .with_stats_every(self.steps)
             .with_checkpoint_every(self.steps)
             .with_validation_size(64)
-            .with_backend(self.backend)
     }
 }
 
@@ -206,13 +205,12 @@ impl ProxyRun {
 mod tests {
     use super::*;
     use crate::experiments::task::TaskKind;
+    use addnorm::backend::Kind;
 
     fn config(long_warmup: f64) -> ProxyConfig {
         ProxyConfig {
             task: Task::new(TaskKind::Markov, 8, 16),
-            d_model: 32,
-            n_heads: 2,
-            depth: 2,
+            model: ModelConfig::new().with_backend(Kind::Ndarray),
             learning_rates: vec![1e-3, 1e-2],
             z_loss_learning_rate: 1e-2,
             seeds: vec![0, 1],
@@ -221,7 +219,6 @@ mod tests {
             weight_decay: 1e-4,
             z_loss: 1e-4,
             long_warmup,
-            backend: Kind::Ndarray,
         }
     }
 
@@ -251,7 +248,7 @@ mod tests {
             train(ProxyVariant::QkLayernorm, 1e-2),
         );
         assert_eq!(
-            (a.weight_decay, a.steps, a.model.separate_qk_norms),
+            (a.weight_decay, a.steps, a.model.block().separate_qk_norms),
             (b.weight_decay, b.steps, true)
         );
     }

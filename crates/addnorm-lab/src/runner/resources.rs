@@ -36,7 +36,7 @@ pub struct Cost {
 
 /// The estimate of the [module docs](self) for `config`.
 pub fn estimate(config: &TrainConfig) -> Cost {
-    let m = &config.model;
+    let m = config.model.block();
     let f = |x: usize| x as f64;
     let (t, v) = (f(config.task.seq_len()), f(config.task.vocab_size()));
     let (d, ff, h, l) = (f(m.d_model), f(m.d_ff), f(m.n_heads), f(m.n_layers));
@@ -97,14 +97,13 @@ pub fn check(config: &TrainConfig, available: Option<f64>) -> Result<(), String>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::experiments::model::stack_config;
-    use crate::experiments::norm_kind::NormKind;
+    use crate::experiments::model::ModelConfig;
     use crate::experiments::task::{Task, TaskKind};
-    use addnorm::nn::Placement;
 
+    /// The tiny Pre-LN model (d_model 32, 2 heads, d_ff 128, 2 layers).
     fn config(length: usize, steps: usize) -> TrainConfig {
-        let model = stack_config(32, 2, 128, 2, Placement::Pre, NormKind::Layer);
-        TrainConfig::for_task(Task::new(TaskKind::Reverse, length, 10), model).with_steps(steps)
+        let task = Task::new(TaskKind::Reverse, length, 10);
+        TrainConfig::for_task(task, ModelConfig::new()).with_steps(steps)
     }
 
     #[test]

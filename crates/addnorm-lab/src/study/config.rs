@@ -12,11 +12,12 @@
 //! Not applicable: configuration.
 
 use addnorm::backend::Kind;
-use addnorm::nn::{Activation, Placement};
+use addnorm::nn::{Activation, Placement, TransformerStackConfig};
+use burn::config::Config;
 use serde::{Deserialize, Serialize};
 
 use crate::experiments::expected_gradient::ExpectedGradientConfig;
-use crate::experiments::model::stack_config;
+use crate::experiments::model::ModelConfig;
 use crate::experiments::model_update::ModelUpdateConfig;
 use crate::experiments::norm_kind::NormKind;
 use crate::experiments::probe::ProbeConfig;
@@ -37,31 +38,14 @@ pub enum Profile {
     Full,
 }
 
-/// What the demo runs. Saved as `config.json`.
-#[derive(Serialize, Deserialize, Clone, Debug)]
+/// What the demo runs, a Burn [`Config`]. Saved as `config.json`. Build it with
+/// [`DemoConfig::quick`] or [`DemoConfig::full`].
+#[derive(Config, Debug)]
 pub struct DemoConfig {
-    /// The profile it was built from.
-    pub profile: Profile,
-    /// Experiment A's model and depths (its placements/norms list every pair probed).
+    /// Experiment A's grid and model (its placements/norms list every pair probed).
     pub probe: ProbeConfig,
-    /// The (placement, norm) pairs of experiments A and B.
-    pub pairs: Vec<(Placement, NormKind)>,
-    /// Pairs trained in B only: Peri-LN (its claims are about training), and ReZero (its
-    /// residual gate starts at 0, so at initialization its blocks get no gradient for
-    /// experiment A to measure).
-    pub train_only_pairs: Vec<(Placement, NormKind)>,
-    /// Experiment B's training runs, one per pair × warm-up × seed.
-    pub train_depth: usize,
-    /// Experiment B's model width.
-    pub train_d_model: usize,
-    /// The one high learning rate of experiment B.
-    pub learning_rate: f64,
-    /// Warm-up lengths compared.
-    pub warmups: Vec<usize>,
-    /// Steps per training run.
-    pub steps: usize,
-    /// Seeds of experiments A and B.
-    pub seeds: Vec<u64>,
+    /// Experiment B's model and backend; each run sets its placement and norm.
+    pub train_model: ModelConfig,
     /// Xiong et al.'s Fig. 3 as published: L = 6, 10 seeds, K batches, Xavier W^Q/W^K.
     pub figure_3: ExpectedGradientConfig,
     /// The same measurement at L = 12, 24, 48: an extension beyond the paper.
@@ -72,121 +56,139 @@ pub struct DemoConfig {
     pub proxies: ProxyConfig,
     /// Experiment D: DeepNet's model update against depth.
     pub model_update: ModelUpdateConfig,
-    /// The backend.
-    pub backend: Kind,
+    /// The profile it was built from. Default: `Profile::Quick`
+    #[config(default = "Profile::Quick")]
+    pub profile: Profile,
+    /// The (placement, norm) pairs of experiments A and B. Default: Post-LN, Pre-LN,
+    /// Pre-RMSNorm, Pre-DyT and no norm
+    #[config(default = "DemoConfig::PAIRS.to_vec()")]
+    pub pairs: Vec<(Placement, NormKind)>,
+    /// Pairs trained in B only: Peri-LN (its claims are about training), and ReZero (its
+    /// residual gate starts at 0, so at initialization its blocks get no gradient for
+    /// experiment A to measure). Default: Peri-LN and ReZero
+    #[config(default = "DemoConfig::TRAIN_ONLY_PAIRS.to_vec()")]
+    pub train_only_pairs: Vec<(Placement, NormKind)>,
+    /// The one high learning rate of experiment B. Default: 1e-2
+    #[config(default = 1e-2)]
+    pub learning_rate: f64,
+    /// Warm-up lengths compared. Default: 0, 100
+    #[config(default = "vec![0, 100]")]
+    pub warmups: Vec<usize>,
+    /// Steps per training run. Default: 250
+    #[config(default = 250)]
+    pub steps: usize,
+    /// Seeds of experiments A to D. Default: 0, 1, 2
+    #[config(default = "vec![0, 1, 2]")]
+    pub seeds: Vec<u64>,
 }
 
 impl DemoConfig {
+    /// The pairs of experiments A and B.
+    pub const PAIRS: [(Placement, NormKind); 5] = [
+        (Placement::Post, NormKind::Layer),
+        (Placement::Pre, NormKind::Layer),
+        (Placement::Pre, NormKind::Rms),
+        (Placement::Pre, NormKind::Dyt),
+        (Placement::None, NormKind::Identity),
+    ];
+
+    /// The pairs trained in B only.
+    pub const TRAIN_ONLY_PAIRS: [(Placement, NormKind); 2] = [
+        (Placement::Peri, NormKind::Layer),
+        (Placement::ReZero, NormKind::Identity),
+    ];
+
     /// The quick default: under 5 minutes on 2 CPU cores with ndarray.
     pub fn quick(backend: Kind, seed: u64) -> Self {
         let task = Task::new(TaskKind::Reverse, 8, 10);
-        let pairs = vec![
-            (Placement::Post, NormKind::Layer),
-            (Placement::Pre, NormKind::Layer),
-            (Placement::Pre, NormKind::Rms),
-            (Placement::Pre, NormKind::Dyt),
-            (Placement::None, NormKind::Identity),
-        ];
         let seeds: Vec<u64> = (seed..seed + 3).collect();
         let ten: Vec<u64> = (seed..seed + 10).collect();
-        let probe = ProbeConfig {
-            task,
-            placements: vec![Placement::Post, Placement::Pre, Placement::None],
-            norms: NormKind::ALL.to_vec(),
-            depths: vec![6, 12, 24, 48],
-            seeds: seeds.clone(),
-            d_model: 64,
-            n_heads: 4,
-            d_ff: 256,
-            batch_size: 16,
-            zero_init_query_key: true,
-            activation: Activation::Gelu,
-            backend,
-        };
-        let figure_3 = ExpectedGradientConfig {
-            task,
-            placements: vec![Placement::Post, Placement::Pre],
-            norm: NormKind::Layer,
-            depths: vec![6],
-            seeds: ten.clone(),
-            batches: 32,
-            batch_size: 16,
-            d_model: 64,
-            n_heads: 4,
-            d_ff: 256,
-            backend,
-        };
+        // d_model 64, 4 heads, d_ff 256; each cell sets its depth.
+        let small = ModelConfig::new()
+            .with_stack(TransformerStackConfig::small())
+            .with_backend(backend);
+        let probe_stack = small.stack.clone().with_zero_init_query_key(true);
+        let probe = ProbeConfig::new(task, small.clone().with_stack(probe_stack))
+            .with_placements(vec![Placement::Post, Placement::Pre, Placement::None])
+            .with_norms(NormKind::ALL.to_vec())
+            .with_depths(vec![6, 12, 24, 48])
+            .with_seeds(seeds.clone())
+            .with_batch_size(16);
+        let figure_3 = ExpectedGradientConfig::new(task, small.clone())
+            .with_placements(vec![Placement::Post, Placement::Pre])
+            .with_norm(NormKind::Layer)
+            .with_depths(vec![6])
+            .with_seeds(ten.clone())
+            .with_batches(32)
+            .with_batch_size(16);
+        let lemma_2_stack = probe
+            .model
+            .stack
+            .clone()
+            .with_n_heads(1)
+            .with_d_ff(64)
+            .with_activation(Activation::Relu);
         let lemma_2 = ProbeConfig {
-            placements: vec![Placement::Pre],
-            norms: vec![NormKind::Layer],
-            depths: vec![48],
-            seeds: ten,
-            n_heads: 1,
-            d_ff: 64,
-            activation: Activation::Relu,
+            model: probe.model.clone().with_stack(lemma_2_stack),
             ..probe.clone()
-        };
+        }
+        .with_placements(vec![Placement::Pre])
+        .with_norms(vec![NormKind::Layer])
+        .with_depths(vec![48])
+        .with_seeds(ten);
+        // d_model 32, 2 heads, d_ff 128, Pre-LN with LayerNorm.
+        let tiny = ModelConfig::new().with_backend(backend);
+        // DeepNet's tiny model: d_model 64, 2 heads, d_ff 128.
+        let deepnet_stack = tiny.stack.clone().with_d_model(64).with_d_ff(128);
+        let deepnet = tiny.clone().with_stack(deepnet_stack);
         Self {
             profile: Profile::Quick,
             // K = 8 keeps the quick profile in budget; `--full` takes Fig. 3's 32.
-            figure_3_extension: ExpectedGradientConfig {
-                depths: vec![12, 24, 48],
-                seeds: seeds.clone(),
-                batches: 8,
-                ..figure_3.clone()
-            },
+            figure_3_extension: figure_3
+                .clone()
+                .with_depths(vec![12, 24, 48])
+                .with_seeds(seeds.clone())
+                .with_batches(8),
             figure_3,
             lemma_2,
             probe,
-            pairs,
-            train_only_pairs: vec![
-                (Placement::Peri, NormKind::Layer),
-                (Placement::ReZero, NormKind::Identity),
-            ],
-            train_depth: 6,
-            train_d_model: 32,
+            pairs: Self::PAIRS.to_vec(),
+            train_only_pairs: Self::TRAIN_ONLY_PAIRS.to_vec(),
+            train_model: tiny.clone().with_stack(tiny.stack.clone().with_n_layers(6)),
             learning_rate: 1e-2,
             warmups: vec![0, 100],
             steps: 250,
-            proxies: ProxyConfig {
-                task: Task::new(TaskKind::Markov, 8, 16),
-                d_model: 32,
-                n_heads: 2,
-                depth: 2,
-                learning_rates: vec![3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1, 3e-1],
-                z_loss_learning_rate: 1e-1,
-                seeds: seeds.clone(),
-                steps: 300,
-                batch_size: 16,
-                weight_decay: 1e-4,
-                z_loss: 1e-4,
+            proxies: ProxyConfig::new(Task::new(TaskKind::Markov, 8, 16), tiny)
+                .with_learning_rates(vec![3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1, 3e-1])
+                .with_z_loss_learning_rate(1e-1)
+                .with_seeds(seeds.clone())
+                .with_steps(300)
+                .with_batch_size(16)
+                .with_weight_decay(1e-4)
+                .with_z_loss(1e-4)
                 // §3.2.1's warm-up comparison: 5% (the others) against 25% of the steps.
-                long_warmup: 0.25,
-                backend,
-            },
-            model_update: ModelUpdateConfig {
-                task,
-                placements: vec![Placement::Post, Placement::DeepNorm],
-                depths: vec![6, 12, 24, 48, 96],
-                seeds: seeds.clone(),
-                d_model: 64,
-                d_ff: 128,
-                n_heads: 2,
+                .with_long_warmup(0.25),
+            model_update: ModelUpdateConfig::new(task, deepnet)
+                .with_placements(vec![Placement::Post, Placement::DeepNorm])
+                .with_depths(vec![6, 12, 24, 48, 96])
+                .with_seeds(seeds.clone())
                 // At 1e-3 Post-LN's first update already saturates at every depth (‖ΔF‖ ≈
                 // √(2d), two unrelated normalized outputs), which hides any trend.
-                learning_rate: 1e-4,
-                steps: 5,
-                batch_size: 8,
-                backend,
-            },
+                .with_learning_rate(1e-4)
+                .with_steps(5)
+                .with_batch_size(8),
             seeds,
-            backend,
         }
+    }
+
+    /// The backend every part runs on.
+    pub fn backend(&self) -> Kind {
+        self.train_model.backend
     }
 
     /// `--full`: 10 seeds everywhere, 3000-step proxies, and K = 32 in Fig. 3's extension.
     pub fn full(backend: Kind, seed: u64) -> Self {
-        let mut config = Self::quick(backend, seed).with_seeds(10);
+        let mut config = Self::quick(backend, seed).with_seed_count(10);
         config.profile = Profile::Full;
         config.proxies.steps = 3000;
         config.figure_3_extension.batches = 32;
@@ -195,7 +197,7 @@ impl DemoConfig {
 
     /// The same demo with `n` seeds (from the first seed on) in both experiments.
     /// Fig. 3 and Lemma 2 keep their 10 seeds (the paper's count) whatever `n` is.
-    pub fn with_seeds(mut self, n: usize) -> Self {
+    pub fn with_seed_count(mut self, n: usize) -> Self {
         let first = self.seeds.first().copied().unwrap_or(0);
         self.seeds = (first..first + n as u64).collect();
         self.probe.seeds = self.seeds.clone();
@@ -222,14 +224,8 @@ impl DemoConfig {
         warmup: usize,
         seed: u64,
     ) -> TrainConfig {
-        let model = stack_config(
-            self.train_d_model,
-            2,
-            4 * self.train_d_model,
-            self.train_depth,
-            placement,
-            norm,
-        );
+        let depth = self.train_model.block().n_layers;
+        let model = self.train_model.cell(placement, norm, depth);
         TrainConfig::for_task(self.probe.task, model)
             .with_learning_rate(self.learning_rate)
             .with_warmup_steps(warmup)
@@ -239,7 +235,6 @@ impl DemoConfig {
             .with_stats_every(self.steps)
             .with_checkpoint_every(self.steps)
             .with_validation_size(128)
-            .with_backend(self.backend)
     }
 }
 

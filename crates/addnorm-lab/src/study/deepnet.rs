@@ -81,9 +81,9 @@ pub(super) fn claims(report: &DemoReport) -> Vec<Claim> {
     let setting = format!(
         "reverse task, {}-{}-{} (d, d_ff, heads) models, N = {:?}, Adam (β₂ 0.98) at LR {:e} \
          without warm-up, ‖ΔF‖ after the first step, {} seeds",
-        c.d_model,
-        c.d_ff,
-        c.n_heads,
+        c.model.block().d_model,
+        c.model.block().d_ff,
+        c.model.block().n_heads,
         c.depths,
         c.learning_rate,
         c.seeds.len()

@@ -78,7 +78,7 @@ pub fn demo<B>(
 where
     B: NormAutodiffBackend,
 {
-    let options = DemoOptions::new(config.backend, progress);
+    let options = DemoOptions::new(config.backend(), progress);
     Ok(demo_with::<B>(config, out, &options, device)?
         .report
         .map(|r| *r))

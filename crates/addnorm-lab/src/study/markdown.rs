@@ -30,7 +30,7 @@ pub fn markdown(report: &DemoReport) -> String {
         s,
         "Backend `{}`, profile `{:?}`, {:.0} s. Task: reverse, n = {}, {} symbols. Seeds {:?} \
          (Fig. 3 and Lemma 2: 10). Intervals are seed-bootstrap 95% percentile intervals.\n",
-        c.backend.name(),
+        c.backend().name(),
         c.profile,
         report.wall_seconds,
         c.probe.task.length,
@@ -42,9 +42,9 @@ pub fn markdown(report: &DemoReport) -> String {
         s,
         "## A. Gradients at initialization\n\nd = {}, {} heads, d_ff = {}, W^Q = W^K = 0, one batch of {} sequences; \
          geometric means over seeds.\n\n{}",
-        c.probe.d_model,
-        c.probe.n_heads,
-        c.probe.d_ff,
+        c.probe.model.block().d_model,
+        c.probe.model.block().n_heads,
+        c.probe.model.block().d_ff,
         c.probe.batch_size,
         crate::experiments::probe::table::probe_table(&report.probe)
     );
@@ -63,7 +63,10 @@ pub fn markdown(report: &DemoReport) -> String {
     let _ = writeln!(
         s,
         "## B. Warm-up at a high learning rate\n\nDepth {}, d = {}, LR {:e}, {} steps, AdamW, cosine decay, no clipping.\n",
-        c.train_depth, c.train_d_model, c.learning_rate, c.steps
+        c.train_model.block().n_layers,
+        c.train_model.block().d_model,
+        c.learning_rate,
+        c.steps
     );
     let _ = writeln!(
         s,
@@ -126,8 +129,8 @@ fn proxies_section(report: &DemoReport) -> String {
         c.task.seq_len(),
         c.task.context_free_loss().unwrap_or(f64::NAN),
         c.task.entropy_floor(),
-        c.d_model,
-        c.depth,
+        c.model.block().d_model,
+        c.model.block().n_layers,
         c.steps,
         c.weight_decay,
         100.0 * c.long_warmup,
@@ -168,9 +171,9 @@ fn model_update_section(report: &DemoReport) -> String {
          {} Adam steps at LR {:e}, {}-{}-{} models, GM over {} seeds.\n\n| N | Post-LN | DeepNorm |\n|---|---|---|\n",
         c.steps,
         c.learning_rate,
-        c.d_model,
-        c.d_ff,
-        c.n_heads,
+        c.model.block().d_model,
+        c.model.block().d_ff,
+        c.model.block().n_heads,
         c.seeds.len()
     );
     let post = super::deepnet::last_update_profile(report, Placement::Post);

@@ -92,8 +92,8 @@ fn setting(report: &DemoReport) -> String {
     format!(
         "reverse task, depth {}, d = {}, LR {:e}, no warm-up, {} steps, {} seeds; the paper: \
          decoder LMs of 400M–3.2B parameters on web text",
-        c.train_depth,
-        c.train_d_model,
+        c.train_model.block().n_layers,
+        c.train_model.block().d_model,
         c.learning_rate,
         c.steps,
         c.seeds.len()

@@ -54,8 +54,8 @@ fn setting(report: &DemoReport) -> String {
          clip 1, independent decay {:e}, {} steps, {} seeds",
         c.task.symbols,
         c.task.seq_len(),
-        c.d_model,
-        c.depth,
+        c.model.block().d_model,
+        c.model.block().n_layers,
         c.weight_decay,
         c.steps,
         c.seeds.len()

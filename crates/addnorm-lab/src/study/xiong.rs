@@ -71,8 +71,8 @@ fn theorem_1(report: &DemoReport) -> [Claim; 2] {
     let (post, pre) = (slope(Placement::Post), slope(Placement::Pre));
     let setting = format!(
         "at init, W^Q = W^K = 0, d = {}, {} heads, L = {:?}, {} seeds, one batch",
-        c.d_model,
-        c.n_heads,
+        c.model.block().d_model,
+        c.model.block().n_heads,
         c.depths,
         c.seeds.len()
     );
@@ -210,9 +210,9 @@ fn figure_3_at(
     };
     let setting = format!(
         "at init, Xavier W^Q/W^K, L = {depth}, d = {}, {} heads, d_ff = {}, K = {} batches of {}, {} seeds",
-        c.d_model,
-        c.n_heads,
-        c.d_ff,
+        c.model.block().d_model,
+        c.model.block().n_heads,
+        c.model.block().d_ff,
         c.batches,
         c.batch_size,
         c.seeds.len()
@@ -305,7 +305,7 @@ fn lemma_2(report: &DemoReport) -> Claim {
                 .into(),
         setting: format!(
             "the lemma's: at init, ReLU, d_ff = d = {}, one head, W^Q = W^K = 0, L = {depth}, {} seeds",
-            c.d_model,
+            c.model.block().d_model,
             c.seeds.len()
         ),
         measured: format!(
@@ -334,8 +334,8 @@ fn warm_up(report: &DemoReport) -> Vec<Claim> {
     };
     let setting = format!(
         "reverse task, depth {}, d = {}, LR {lr:e}, {} steps, {} seeds",
-        config.train_depth,
-        config.train_d_model,
+        config.train_model.block().n_layers,
+        config.train_model.block().d_model,
         config.steps,
         config.seeds.len()
     );
@@ -403,7 +403,7 @@ fn warm_up(report: &DemoReport) -> Vec<Claim> {
         source: "the motivation of every norm".into(),
         statement: format!(
             "Without normalization, a {}-layer model does not train at LR {lr:e}",
-            config.train_depth
+            config.train_model.block().n_layers
         ),
         setting,
         measured: format!(

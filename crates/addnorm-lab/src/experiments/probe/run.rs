@@ -36,7 +36,7 @@ where
     B: NormAutodiffBackend,
 {
     let model = crate::experiments::train::seeded::init_model::<B>(
-        &config.model(placement, norm, depth),
+        &config.cell_model(placement, norm, depth),
         seed,
         device,
     );
@@ -157,7 +157,7 @@ where
     B: NormAutodiffBackend,
 {
     let pairs = config.pairs();
-    let plan = crate::runner::jobs::JobPlan::new(None, None, config.backend);
+    let plan = crate::runner::jobs::JobPlan::new(None, None, config.model.backend);
     let report = probe_pairs::<B>(config, &pairs, "probe", progress, plan, device);
     if let Some(out) = out {
         std::fs::create_dir_all(out).map_err(|e| LabError::io(out, e))?;

@@ -33,9 +33,9 @@ pub fn summarize(config: &TrainConfig, norm: NormKind, summary: &TrainSummary) -
     let diverged = summary.diverged.is_some() || worse_than_start;
     let last = summary.final_evaluation();
     SweepRun {
-        placement: config.model.placement,
+        placement: config.model.block().placement,
         norm,
-        depth: config.model.n_layers,
+        depth: config.model.block().n_layers,
         warmup: config.warmup_steps,
         learning_rate: config.learning_rate,
         seed: config.seed,

@@ -4,40 +4,46 @@
 //! # Shapes
 //! Not applicable: configuration.
 
-use addnorm::backend::Kind;
 use addnorm::nn::Placement;
-use serde::{Deserialize, Serialize};
+use burn::config::Config;
 
-use crate::experiments::model::stack_config;
+use crate::experiments::model::ModelConfig;
 use crate::experiments::norm_kind::NormKind;
 use crate::experiments::task::Task;
 use crate::experiments::train::TrainConfig;
 
-/// The grid of a sweep. Saved in `sweep.json`.
-#[derive(Serialize, Deserialize, Clone, Debug)]
+/// The grid of a sweep, a Burn [`Config`]. Saved in `config.json` and `sweep.json`.
+#[derive(Config, Debug)]
 pub struct SweepConfig {
     /// The task.
     pub task: Task,
-    /// Placements.
+    /// The model of every run (each run sets its placement, norm and depth) and the
+    /// backend.
+    pub model: ModelConfig,
+    /// Placements. Default: Post-LN and Pre-LN
+    #[config(default = "vec![Placement::Post, Placement::Pre]")]
     pub placements: Vec<Placement>,
-    /// The norm of every norm-bearing placement.
+    /// The norm of every norm-bearing placement. Default: LayerNorm
+    #[config(default = "NormKind::Layer")]
     pub norm: NormKind,
-    /// Depths.
+    /// Depths. Default: 4
+    #[config(default = "vec![4]")]
     pub depths: Vec<usize>,
-    /// Warm-up lengths.
+    /// Warm-up lengths. Default: 0, 100
+    #[config(default = "vec![0, 100]")]
     pub warmups: Vec<usize>,
-    /// Peak learning rates.
+    /// Peak learning rates. Default: 3e-4, 1e-3, 3e-3, 1e-2, 3e-2
+    #[config(default = "vec![3e-4, 1e-3, 3e-3, 1e-2, 3e-2]")]
     pub learning_rates: Vec<f64>,
-    /// Seeds.
+    /// Seeds. Default: 0, 1
+    #[config(default = "vec![0, 1]")]
     pub seeds: Vec<u64>,
-    /// Steps per run.
+    /// Steps per run. Default: 400
+    #[config(default = 400)]
     pub steps: usize,
-    /// Model width (heads: d_model / 16, d_ff: 4·d_model).
-    pub d_model: usize,
-    /// Batch size.
+    /// Batch size. Default: 32
+    #[config(default = 32)]
     pub batch_size: usize,
-    /// The backend (informative).
-    pub backend: Kind,
 }
 
 impl SweepConfig {
@@ -50,14 +56,7 @@ impl SweepConfig {
         lr: f64,
         seed: u64,
     ) -> TrainConfig {
-        let model = stack_config(
-            self.d_model,
-            (self.d_model / 16).max(1),
-            4 * self.d_model,
-            depth,
-            placement,
-            self.norm,
-        );
+        let model = self.model.cell(placement, self.norm, depth);
         TrainConfig::for_task(self.task, model)
             .with_learning_rate(lr)
             .with_warmup_steps(warmup)
@@ -70,7 +69,6 @@ impl SweepConfig {
             // from at most a quarter back.
             .with_checkpoint_every((self.steps / 4).max(1))
             .with_validation_size(128)
-            .with_backend(self.backend)
     }
 }
 

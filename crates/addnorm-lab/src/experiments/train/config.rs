@@ -12,11 +12,10 @@
 //! # Shapes
 //! Not applicable: configuration.
 
-use addnorm::backend::Kind;
-use addnorm::nn::TransformerStackConfig;
 use burn::config::Config;
 
 use super::schedule::WarmupCosine;
+use crate::experiments::model::ModelConfig;
 use crate::experiments::task::Task;
 
 /// Everything that defines a training run, a Burn [`Config`] saved as `config.json`.
@@ -26,9 +25,9 @@ use crate::experiments::task::Task;
 pub struct TrainConfig {
     /// The toy task.
     pub task: Task,
-    /// The model (placement, norm, depth, width...). [`TrainConfig::for_task`] sets its
-    /// vocabulary and maximum length from the task.
-    pub model: TransformerStackConfig,
+    /// The model (placement, norm, depth, width...) and its backend.
+    /// [`TrainConfig::for_task`] sets its vocabulary and maximum length from the task.
+    pub model: ModelConfig,
     /// Peak learning rate. Default: 1e-3
     #[config(default = 1e-3)]
     pub learning_rate: f64,
@@ -77,16 +76,14 @@ pub struct TrainConfig {
     /// The final learning rate, as a fraction of the peak. Default: 0.1
     #[config(default = 0.1)]
     pub final_lr_fraction: f64,
-    /// The backend it runs on. Default: the build's preferred backend
-    #[config(default = "addnorm::backend::PREFERRED")]
-    pub backend: Kind,
 }
 
 impl TrainConfig {
     /// A run of `task` with `model`, the model's vocabulary and maximum length fitted to
     /// the task, and the defaults above for everything else.
-    pub fn for_task(task: Task, model: TransformerStackConfig) -> Self {
-        Self::new(task, task.fit(model))
+    pub fn for_task(task: Task, model: ModelConfig) -> Self {
+        let stack = task.fit(model.stack.clone());
+        Self::new(task, model.with_stack(stack))
     }
 
     /// The λ' handed to Burn's AdamW, which decays by `lr(s) · λ'` per step: λ, or

@@ -84,7 +84,7 @@ where
     B: NormAutodiffBackend,
     O: Optimizer<TransformerStack<B>, B>,
 {
-    if config.model.dropout > 0.0 {
+    if config.model.block().dropout > 0.0 {
         // Dropout draws from the backend's generator: seed it per step, so that a resumed
         // run drops the same units.
         super::seeded::reseed::<B>(
@@ -142,7 +142,7 @@ fn progress_bar(config: &TrainConfig, start: usize, visible: bool) -> ProgressBa
         )
         .expect("valid template"),
     );
-    let m = &config.model;
+    let m = config.model.block();
     bar.set_prefix(format!(
         "{} {}-{} L={}",
         config.task.kind.name(),
@@ -182,7 +182,8 @@ fn start_or_resume<B: NormAutodiffBackend>(
     validation: &Batch,
     device: &B::Device,
 ) -> Result<Start<B, impl Optimizer<TransformerStack<B>, B> + use<B>>, LabError> {
-    let model: TransformerStack<B> = super::seeded::init_model(&config.model, config.seed, device);
+    let model: TransformerStack<B> =
+        super::seeded::init_model(&config.model.stack, config.seed, device);
     // The initial model depends on the seed alone, so ℓ₀ is recomputed on a resume.
     let initial = evaluate(&model, validation, 0);
     let fresh = History {
@@ -193,7 +194,7 @@ fn start_or_resume<B: NormAutodiffBackend>(
         evaluations: vec![],
         last_checkpoint: None,
     };
-    let rows = vec![header(config.model.n_layers)];
+    let rows = vec![header(config.model.block().n_layers)];
     let loaded = if resume {
         checkpoint::load(out, model.clone(), adamw::<B>(config), device)?
     } else {
@@ -291,7 +292,7 @@ where
             evaluation: evaluation.as_ref(),
             stats: measured.stats.as_ref().map(|(n, s)| (n.as_slice(), s)),
         };
-        metrics.push(&row.to_csv(config.model.n_layers))?;
+        metrics.push(&row.to_csv(config.model.block().n_layers))?;
         history.evaluations.extend(evaluation);
         show_progress(&bar, &history, &measured, done, started);
         if done % config.checkpoint_every.max(1) == 0 || done == config.steps {
