@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use addnorm::backend::Kind;
-use addnorm::nn::{Activation, Placement, TransformerBlockConfig};
+use addnorm::nn::{Activation, Placement, TransformerStackConfig};
 use clap::Args;
 
 use super::parse::{
@@ -16,6 +16,7 @@ use super::parse::{
 use crate::experiments::model::ModelConfig;
 use crate::experiments::norm_kind::NormKind;
 use crate::experiments::probe::ProbeConfig;
+use crate::experiments::sweep::{SweepConfig, SweepOptions};
 use crate::experiments::task::{Task, TaskKind};
 use crate::experiments::train::TrainConfig;
 
@@ -65,6 +66,33 @@ impl TaskArgs {
     }
 }
 
+/// The model's widths, shared by `train`, `probe` and `sweep`. Each command sets its
+/// defaults ([`super::Command`]); without one, `--heads` is d_model / 16 and `--d-ff`
+/// 4 · d_model.
+#[derive(Args, Debug, Clone)]
+pub struct ModelArgs {
+    /// Model width.
+    #[arg(long, default_value_t = 32, value_parser = parse_count)]
+    pub d_model: usize,
+    /// Attention heads.
+    #[arg(long, value_parser = parse_count)]
+    pub heads: Option<usize>,
+    /// Feed-forward width.
+    #[arg(long, value_parser = parse_count)]
+    pub d_ff: Option<usize>,
+}
+
+impl ModelArgs {
+    /// The stack of these widths (its depth, placement and norm are the command's).
+    pub fn stack(&self) -> TransformerStackConfig {
+        let d = self.d_model;
+        TransformerStackConfig::new()
+            .with_d_model(d)
+            .with_n_heads(self.heads.unwrap_or((d / 16).max(1)))
+            .with_d_ff(self.d_ff.unwrap_or(4 * d))
+    }
+}
+
 /// `addnorm train`.
 #[derive(Args, Debug)]
 pub struct TrainArgs {
@@ -81,15 +109,8 @@ pub struct TrainArgs {
     /// Number of layers.
     #[arg(long, default_value_t = 2, value_parser = parse_count)]
     pub(crate) depth: usize,
-    /// Model width.
-    #[arg(long, default_value_t = 32, value_parser = parse_count)]
-    pub(crate) d_model: usize,
-    /// Attention heads.
-    #[arg(long, default_value_t = 2, value_parser = parse_count)]
-    pub(crate) heads: usize,
-    /// Feed-forward width.
-    #[arg(long, default_value_t = 128, value_parser = parse_count)]
-    pub(crate) d_ff: usize,
+    #[command(flatten)]
+    pub(crate) model: ModelArgs,
     /// Peak learning rate.
     #[arg(long, default_value_t = 3e-3, value_parser = parse_positive, allow_hyphen_values = true)]
     pub(crate) lr: f64,
@@ -157,15 +178,8 @@ pub struct ProbeArgs {
     /// Seeds per cell (seed, seed + 1, ...).
     #[arg(long, default_value_t = 3, value_parser = parse_count)]
     pub(crate) seeds: usize,
-    /// Model width.
-    #[arg(long, default_value_t = 64, value_parser = parse_count)]
-    pub(crate) d_model: usize,
-    /// Attention heads.
-    #[arg(long, default_value_t = 4, value_parser = parse_count)]
-    pub(crate) heads: usize,
-    /// Feed-forward width.
-    #[arg(long, default_value_t = 256, value_parser = parse_count)]
-    pub(crate) d_ff: usize,
+    #[command(flatten)]
+    pub(crate) model: ModelArgs,
     /// Sequences in the probe batch.
     #[arg(long, default_value_t = 16, value_parser = parse_count)]
     pub(crate) batch: usize,
@@ -205,9 +219,8 @@ pub struct SweepArgs {
     /// Steps per run.
     #[arg(long, default_value_t = 400, value_parser = parse_count)]
     pub(crate) steps: usize,
-    /// Model width.
-    #[arg(long, default_value_t = 32, value_parser = parse_count)]
-    pub(crate) d_model: usize,
+    #[command(flatten)]
+    pub(crate) model: ModelArgs,
     #[command(flatten)]
     pub(crate) parallel: ParallelArgs,
     /// Take only the runs whose grid index i has i % N == K (join shards with `merge`).
@@ -280,14 +293,16 @@ pub struct MergeArgs {
 impl TrainArgs {
     /// The run's configuration.
     pub fn config(&self) -> TrainConfig {
-        let block = TransformerBlockConfig::new(self.d_model, self.heads, self.d_ff)
+        let stack = self
+            .model
+            .stack()
             .with_n_layers(self.depth)
             .with_placement(self.placement)
             .with_norm(self.norm.config())
             .with_qk_norm(self.qk_layernorm.then(|| NormKind::Layer.config()))
             .with_separate_qk_norms(self.qk_layernorm);
         let model = ModelConfig::new()
-            .with_block(block)
+            .with_stack(stack)
             .with_backend(self.common.backend);
         TrainConfig::for_task(self.task.task(), model)
             .with_learning_rate(self.lr)
@@ -309,11 +324,13 @@ impl TrainArgs {
 impl ProbeArgs {
     /// The probe's configuration.
     pub fn config(&self) -> ProbeConfig {
-        let block = TransformerBlockConfig::new(self.d_model, self.heads, self.d_ff)
+        let stack = self
+            .model
+            .stack()
             .with_zero_init_query_key(!self.random_query_key)
             .with_activation(self.activation);
         let model = ModelConfig::new()
-            .with_block(block)
+            .with_stack(stack)
             .with_backend(self.common.backend);
         ProbeConfig::new(self.task.task(), model)
             .with_placements(self.placements.clone())
@@ -325,14 +342,12 @@ impl ProbeArgs {
 }
 
 impl SweepArgs {
-    /// The sweep's configuration: heads d_model / 16, d_ff 4 · d_model.
-    pub fn config(&self) -> crate::experiments::sweep::SweepConfig {
-        let d = self.d_model;
-        let block = TransformerBlockConfig::new(d, (d / 16).max(1), 4 * d);
+    /// The sweep's configuration.
+    pub fn config(&self) -> SweepConfig {
         let model = ModelConfig::new()
-            .with_block(block)
+            .with_stack(self.model.stack())
             .with_backend(self.common.backend);
-        crate::experiments::sweep::SweepConfig::new(self.task.task(), model)
+        SweepConfig::new(self.task.task(), model)
             .with_placements(self.placements.clone())
             .with_norm(self.norm)
             .with_depths(self.depths.clone())
@@ -349,8 +364,8 @@ impl SweepArgs {
     }
 
     /// How this worker runs.
-    pub fn options(&self) -> crate::experiments::sweep::SweepOptions {
-        crate::experiments::sweep::SweepOptions {
+    pub fn options(&self) -> SweepOptions {
+        SweepOptions {
             progress: true,
             plan: self.parallel.plan(self.common.backend),
             shard: self.shard.unwrap_or_default(),
