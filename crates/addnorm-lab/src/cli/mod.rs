@@ -6,7 +6,7 @@
 //!
 //! One concept per file: [`command_line`] (the commands), [`args`] (the arguments of each
 //! and the configurations they build), [`parse`] (the value parsers), [`plan`] (a command
-//! with its configuration, built once), [`commands`] (running them), [`print`] (what they
+//! with its configuration, built once), [`commands`] (running them), [`print`](mod@print) (what they
 //! print) and [`dispatch`] (the backend chosen at run time).
 //!
 //! # Shapes

@@ -18,7 +18,7 @@
 //! an interrupted one resumes from its checkpoint, so rerunning a sweep continues it.
 //!
 //! One concept per file: [`config`] (the grid and each run's training configuration),
-//! [`record`] (what `sweep.json` holds), [`aggregate`] (runs into cells, configurations
+//! [`record`] (what `sweep.json` holds), [`aggregate`](mod@aggregate) (runs into cells, configurations
 //! and loss tables), [`driver`] (a worker's share of the grid) and [`tables`] (Markdown).
 //!
 //! # Shapes

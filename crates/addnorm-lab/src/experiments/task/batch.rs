@@ -1,20 +1,16 @@
-//! Batches ([`Batch`]) of a task, drawn from seeded streams: step `s` of a run seeded
-//! with `seed` always sees the same batch, so a resumed run sees the same data.
+//! A batch of a task's sequences ([`Batch`]), as [`Task::batch`](super::Task::batch) draws
+//! it, and as tensors.
 //!
 //! ```text
 //! input      sequence[0 .. 2n+1]                 targets  sequence[1 .. 2n+2]
 //! loss mask  1 where the target is some yᵢ (input positions n+1 … 2n), else 0
 //!            (1 at every position for the Markov language)
-//! stream     training step s: stream_seed(seed, s); validation: stream_seed(seed, u64::MAX)
 //! ```
 //!
 //! # Shapes
 //! A [`Batch`] of `b` sequences holds `inputs`, `targets` and `mask`, each `[b, 2n + 1]`.
 
 use burn::tensor::{Int, Tensor, TensorData, backend::Backend};
-
-use super::spec::Task;
-use crate::stats::rng::{SplitMix64, stream_seed};
 
 /// A batch of sequences; see the [module docs](self) for the layout.
 #[derive(Clone, Debug, PartialEq)]
@@ -46,49 +42,9 @@ impl Batch {
     }
 }
 
-impl Task {
-    /// `batch_size` sequences drawn from `rng`.
-    pub fn batch(&self, batch_size: usize, rng: &mut SplitMix64) -> Batch {
-        let seq_len = self.seq_len();
-        let answers = self.answer_positions();
-        let language = self.language();
-        let mut batch = Batch {
-            inputs: Vec::with_capacity(batch_size * seq_len),
-            targets: Vec::with_capacity(batch_size * seq_len),
-            mask: Vec::with_capacity(batch_size * seq_len),
-            batch_size,
-            seq_len,
-        };
-        for _ in 0..batch_size {
-            let seq = self.sequence_with(rng, language.as_ref());
-            batch.inputs.extend(&seq[..seq_len]);
-            batch.targets.extend(&seq[1..]);
-            batch
-                .mask
-                .extend((0..seq_len).map(|i| if answers.contains(&i) { 1.0 } else { 0.0 }));
-        }
-        batch
-    }
-
-    /// The training batch of step `step` of a run seeded with `seed`.
-    pub fn training_batch(&self, seed: u64, step: usize, batch_size: usize) -> Batch {
-        self.batch(
-            batch_size,
-            &mut SplitMix64::new(stream_seed(seed, step as u64)),
-        )
-    }
-
-    /// The fixed validation set of a run seeded with `seed`: `size` sequences drawn from a
-    /// stream no training step uses.
-    pub fn validation_set(&self, seed: u64, size: usize) -> Batch {
-        self.batch(size, &mut SplitMix64::new(stream_seed(seed, u64::MAX)))
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use super::*;
-    use crate::experiments::task::TaskKind;
+    use crate::experiments::task::{Task, TaskKind};
     #[test]
     fn the_mask_covers_exactly_the_answer_targets() {
         let task = Task::new(TaskKind::Reverse, 4, 10);

@@ -24,8 +24,8 @@
 //! Token ids: `PAD = 0`, `BOS = 1`, `SEP = 2`, symbols `3 … 3 + symbols − 1`.
 //!
 //! One concept per file: [`kind`] (what the answer is), [`spec`] (a [`Task`]: its sizes,
-//! sequences and loss floors), [`tokens`] (the special ids), [`batch`] (batches and the
-//! seeded streams they are drawn from) and [`markov`] (the Markov language).
+//! sequences, loss floors and seeded batches), [`tokens`] (the special ids), [`batch`] (a
+//! batch and its tensors) and [`markov`] (the Markov language).
 //!
 //! # Shapes
 //! A [`Batch`] of `b` sequences holds `inputs`, `targets` and `mask`, each `[b, 2n + 1]`.

@@ -1,9 +1,12 @@
 //! A task ([`Task`]): its kind, question length and symbol count, and what follows from
-//! them: the vocabulary, the sequence layout, the scored positions and the best losses.
+//! them: the vocabulary, the sequence layout, the scored positions, the best losses, and
+//! its batches, drawn from seeded streams (step `s` of a run seeded with `seed` always
+//! sees the same batch, so a resumed run sees the same data).
 //!
 //! ```text
 //! sequence   [BOS, x₁ … xₙ, SEP, y₁ … yₙ]      (Markov: [BOS, s₁ … s_{2n+1}])
 //! vocabulary symbols + 3 (PAD, BOS, SEP)      positions 2n + 1
+//! stream     training step s: stream_seed(seed, s); validation: stream_seed(seed, u64::MAX)
 //! ```
 //!
 //! # Shapes
@@ -12,10 +15,11 @@
 use addnorm::nn::TransformerStackConfig;
 use serde::{Deserialize, Serialize};
 
+use super::batch::Batch;
 use super::kind::TaskKind;
 use super::markov::MarkovLanguage;
 use super::tokens::{BOS, FIRST_SYMBOL, SEP};
-use crate::stats::rng::SplitMix64;
+use crate::stats::rng::{SplitMix64, stream_seed};
 
 /// A task: its kind, sequence length n and number of distinct symbols.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
@@ -115,11 +119,7 @@ impl Task {
 
     /// One full sequence drawn from `rng`: `[BOS, x, SEP, y]`, or `[BOS, s₁ … s_{2n+1}]`
     /// from `language` for the Markov kind (built once per batch by the caller).
-    pub(super) fn sequence_with(
-        &self,
-        rng: &mut SplitMix64,
-        language: Option<&MarkovLanguage>,
-    ) -> Vec<i64> {
+    fn sequence_with(&self, rng: &mut SplitMix64, language: Option<&MarkovLanguage>) -> Vec<i64> {
         match language {
             Some(language) => language.sequence(self.seq_len(), rng),
             None => self.question_and_answer(rng),
@@ -142,6 +142,45 @@ impl Task {
         seq.push(SEP);
         seq.extend(self.kind.answer(&x));
         seq
+    }
+}
+
+impl Task {
+    /// `batch_size` sequences drawn from `rng`.
+    pub fn batch(&self, batch_size: usize, rng: &mut SplitMix64) -> Batch {
+        let seq_len = self.seq_len();
+        let answers = self.answer_positions();
+        let language = self.language();
+        let mut batch = Batch {
+            inputs: Vec::with_capacity(batch_size * seq_len),
+            targets: Vec::with_capacity(batch_size * seq_len),
+            mask: Vec::with_capacity(batch_size * seq_len),
+            batch_size,
+            seq_len,
+        };
+        for _ in 0..batch_size {
+            let seq = self.sequence_with(rng, language.as_ref());
+            batch.inputs.extend(&seq[..seq_len]);
+            batch.targets.extend(&seq[1..]);
+            batch
+                .mask
+                .extend((0..seq_len).map(|i| if answers.contains(&i) { 1.0 } else { 0.0 }));
+        }
+        batch
+    }
+
+    /// The training batch of step `step` of a run seeded with `seed`.
+    pub fn training_batch(&self, seed: u64, step: usize, batch_size: usize) -> Batch {
+        self.batch(
+            batch_size,
+            &mut SplitMix64::new(stream_seed(seed, step as u64)),
+        )
+    }
+
+    /// The fixed validation set of a run seeded with `seed`: `size` sequences drawn from a
+    /// stream no training step uses.
+    pub fn validation_set(&self, seed: u64, size: usize) -> Batch {
+        self.batch(size, &mut SplitMix64::new(stream_seed(seed, u64::MAX)))
     }
 }
 
