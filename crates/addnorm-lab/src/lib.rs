@@ -13,6 +13,16 @@
 //! model update (DeepNet):              ‖F(x, θ_t) − F(x, θ₀)‖
 //! ```
 //!
+//! # Floor plan
+//! From the command line down to the leaves; no module imports one that imports it back
+//! (a sweep's driver in `experiments` runs through the `runner`'s workers, which train):
+//! - [`cli`]: the `addnorm` command line (arguments, commands, printing);
+//! - [`study`]: the demo, one file per paper, its claims, report and plots;
+//! - [`runner`]: running runs (jobs, workers and their leases, shards, merge, collect);
+//! - [`experiments`]: tasks, training, the probe, the sweep, the proxies, the model update
+//!   and the expected gradient, each holding the one [`experiments::model::ModelConfig`];
+//! - leaves: [`stats`] (bootstrap, fits, LR sensitivity), [`plot`] (charts), [`error`].
+//!
 //! # Shapes
 //! Tasks produce token batches `[batch, 2n + 1]`; the models map them to logits
 //! `[batch, 2n + 1, vocab]`.
