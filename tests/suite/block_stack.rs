@@ -200,6 +200,8 @@ on_every_backend! {
              &["dropout", "[0, 1)", "got 1"]),
             (Box::new(|| { TransformerStackConfig::tiny().with_dropout(-0.1).init::<B>(device); }),
              &["dropout", "got -0.1"]),
+            (Box::new(|| { TransformerStackConfig::tiny().with_block(TransformerBlockConfig::new(32, 2, 128).with_causal(false)).init::<B>(device); }),
+             &["block.causal", "got false"]),
             (Box::new(|| { TransformerBlockConfig::new(10, 3, 8).init::<B>(device); }),
              &["d_model (10)", "n_heads (3)"]),
             (Box::new(|| { TransformerBlockConfig::new(8, 2, 8).with_n_layers(0).init::<B>(device); }),

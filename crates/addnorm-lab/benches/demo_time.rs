@@ -11,7 +11,7 @@
 
 use std::time::Instant;
 
-use addnorm_lab::demo::{DemoConfig, DemoOptions, default_seeds, demo_with};
+use addnorm_lab::study::{DemoConfig, DemoOptions, default_seeds, demo_with};
 
 const BUDGET_SECONDS: f64 = 300.0;
 
@@ -23,7 +23,7 @@ fn main() {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let options = DemoOptions::new(addnorm::backend::Kind::Ndarray, false);
     let seeds = default_seeds(options.plan);
-    let config = DemoConfig::quick(addnorm::backend::Kind::Ndarray, 0).with_seeds(seeds);
+    let config = DemoConfig::quick(addnorm::backend::Kind::Ndarray, 0).with_seed_count(seeds);
     let started = Instant::now();
     let report = demo_with::<addnorm::backend::ndarray::AutodiffBackend>(
         &config,

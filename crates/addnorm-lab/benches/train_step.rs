@@ -38,9 +38,9 @@ use addnorm::kernels::composite::ForceComposite;
 use addnorm::kernels::cpu::allocator::keep_freed_memory;
 use addnorm::kernels::cpu::fused_calls;
 use addnorm::nn::{NormConfig, TransformerStack, TransformerStackConfig};
-use addnorm_lab::loss::masked_cross_entropy;
-use addnorm_lab::seeded::init_model;
-use addnorm_lab::task::{Task, TaskKind};
+use addnorm_lab::experiments::task::{Task, TaskKind};
+use addnorm_lab::experiments::train::loss::masked_cross_entropy;
+use addnorm_lab::experiments::train::seeded::init_model;
 use burn::backend::{Autodiff, NdArray};
 use burn::optim::adaptor::OptimizerAdaptor;
 use burn::optim::{AdamW, AdamWConfig, GradientsParams, Optimizer};
@@ -224,7 +224,7 @@ fn median(mut times: Vec<Duration>) -> Duration {
 
 /// The same model with Burn's built-in norm of the same kind.
 fn with_burn_norms(config: &TransformerStackConfig) -> TransformerStackConfig {
-    let norm = match &config.norm {
+    let norm = match &config.block.norm {
         NormConfig::Rms(c) => {
             NormConfig::BurnRms(burn::nn::RmsNormConfig::new(0).with_epsilon(c.epsilon))
         }

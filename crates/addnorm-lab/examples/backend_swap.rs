@@ -22,7 +22,7 @@
 use addnorm::NormAutodiffBackend;
 use addnorm::backend::{AutodiffBackend, ENABLED, Kind, PREFERRED, device};
 use addnorm::nn::{TransformerStack, TransformerStackConfig};
-use addnorm_lab::loss::masked_cross_entropy;
+use addnorm_lab::experiments::train::loss::masked_cross_entropy;
 use addnorm_lab::{Task, TaskKind};
 use burn::module::{Module, ModuleVisitor, Param};
 use burn::optim::{AdamWConfig, GradientsParams, Optimizer};
@@ -128,16 +128,20 @@ fn main() {
         .with_vocab_size(task.vocab_size())
         .with_max_seq_len(task.seq_len());
 
-    let model = addnorm_lab::seeded::init_model::<AutodiffBackend>(&config, 0, &device());
+    let model = addnorm_lab::experiments::train::seeded::init_model::<AutodiffBackend>(
+        &config,
+        0,
+        &device(),
+    );
     let weights =
         Recorder::<AutodiffBackend>::record(&WeightBytes::default(), model.into_record(), ())
             .expect("a model records to bytes");
     println!(
         "TransformerStack tiny ({} layers, d_model {}, {} placement), weights drawn on {PREFERRED} \
          with seed 0 ({} bytes); one AdamW step at lr {LEARNING_RATE} on a [16, {}] batch of {}",
-        config.n_layers,
-        config.d_model,
-        config.placement,
+        config.block.n_layers,
+        config.block.d_model,
+        config.block.placement,
         weights.len(),
         task.seq_len(),
         task.kind.name(),

@@ -13,40 +13,28 @@
 //! model update (DeepNet):              ‖F(x, θ_t) − F(x, θ₀)‖
 //! ```
 //!
+//! # Floor plan
+//! From the command line down to the leaves; no module imports one that imports it back
+//! (a sweep's driver in `experiments` runs through the `runner`'s workers, which train):
+//! - [`cli`]: the `addnorm` command line (arguments, commands, printing);
+//! - [`study`]: the demo, one file per paper, its claims, report and plots;
+//! - [`runner`]: running runs (jobs, workers and their leases, shards, merge, collect);
+//! - [`experiments`]: tasks, training, the probe, the sweep, the proxies, the model update
+//!   and the expected gradient, each holding the one [`experiments::model::ModelConfig`];
+//! - leaves: [`stats`] (bootstrap, fits, LR sensitivity), [`plot`] (charts), [`error`].
+//!
 //! # Shapes
 //! Tasks produce token batches `[batch, 2n + 1]`; the models map them to logits
 //! `[batch, 2n + 1, vocab]`.
 
 pub mod cli;
-pub mod collect;
-pub mod config_diff;
-pub mod demo;
-pub mod dispatch;
 pub mod error;
-pub mod expected_gradient;
-pub mod gradients;
-pub mod grid;
-pub mod jobs;
-pub mod lease;
-pub mod loss;
-pub mod merge;
-pub mod model_update;
+pub mod experiments;
 pub mod plot;
-pub mod probe;
-pub mod progress;
-pub mod proxies;
-pub mod report;
-pub mod resources;
-pub mod schedule;
-pub mod seeded;
-pub mod sensitivity;
-pub mod shard;
+pub mod runner;
 pub mod stats;
-pub mod sweep;
-pub mod task;
-pub mod train;
-pub mod worker;
+pub mod study;
 
 pub use error::LabError;
-pub use task::{Task, TaskKind};
-pub use train::{TrainConfig, TrainOptions, TrainSummary, train};
+pub use experiments::task::{Task, TaskKind};
+pub use experiments::train::{TrainConfig, TrainOptions, TrainSummary, train};

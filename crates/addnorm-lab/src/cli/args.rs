@@ -6,16 +6,19 @@
 use std::path::{Path, PathBuf};
 
 use addnorm::backend::Kind;
-use addnorm::nn::{Activation, Placement};
+use addnorm::nn::{Activation, Placement, TransformerStackConfig};
 use clap::Args;
 
-use crate::grid::{
-    NormKind, parse_activation, parse_beta, parse_count, parse_non_negative, parse_norm,
-    parse_placement, parse_positive, stack_config,
+use super::parse::{
+    parse_activation, parse_backend, parse_beta, parse_count, parse_non_negative, parse_norm,
+    parse_placement, parse_positive, parse_shard, parse_task,
 };
-use crate::probe::ProbeConfig;
-use crate::task::{Task, TaskKind};
-use crate::train::TrainConfig;
+use crate::experiments::model::ModelConfig;
+use crate::experiments::norm_kind::NormKind;
+use crate::experiments::probe::ProbeConfig;
+use crate::experiments::sweep::{SweepConfig, SweepOptions};
+use crate::experiments::task::{Task, TaskKind};
+use crate::experiments::train::TrainConfig;
 
 /// Options every command takes.
 #[derive(Args, Debug, Clone)]
@@ -63,6 +66,33 @@ impl TaskArgs {
     }
 }
 
+/// The model's widths, shared by `train`, `probe` and `sweep`. Each command sets its
+/// defaults ([`super::Command`]); without one, `--heads` is d_model / 16 and `--d-ff`
+/// 4 · d_model.
+#[derive(Args, Debug, Clone)]
+pub struct ModelArgs {
+    /// Model width.
+    #[arg(long, default_value_t = 32, value_parser = parse_count)]
+    pub d_model: usize,
+    /// Attention heads.
+    #[arg(long, value_parser = parse_count)]
+    pub heads: Option<usize>,
+    /// Feed-forward width.
+    #[arg(long, value_parser = parse_count)]
+    pub d_ff: Option<usize>,
+}
+
+impl ModelArgs {
+    /// The stack of these widths (its depth, placement and norm are the command's).
+    pub fn stack(&self) -> TransformerStackConfig {
+        let d = self.d_model;
+        TransformerStackConfig::new()
+            .with_d_model(d)
+            .with_n_heads(self.heads.unwrap_or((d / 16).max(1)))
+            .with_d_ff(self.d_ff.unwrap_or(4 * d))
+    }
+}
+
 /// `addnorm train`.
 #[derive(Args, Debug)]
 pub struct TrainArgs {
@@ -79,15 +109,8 @@ pub struct TrainArgs {
     /// Number of layers.
     #[arg(long, default_value_t = 2, value_parser = parse_count)]
     pub(crate) depth: usize,
-    /// Model width.
-    #[arg(long, default_value_t = 32, value_parser = parse_count)]
-    pub(crate) d_model: usize,
-    /// Attention heads.
-    #[arg(long, default_value_t = 2, value_parser = parse_count)]
-    pub(crate) heads: usize,
-    /// Feed-forward width.
-    #[arg(long, default_value_t = 128, value_parser = parse_count)]
-    pub(crate) d_ff: usize,
+    #[command(flatten)]
+    pub(crate) model: ModelArgs,
     /// Peak learning rate.
     #[arg(long, default_value_t = 3e-3, value_parser = parse_positive, allow_hyphen_values = true)]
     pub(crate) lr: f64,
@@ -155,15 +178,8 @@ pub struct ProbeArgs {
     /// Seeds per cell (seed, seed + 1, ...).
     #[arg(long, default_value_t = 3, value_parser = parse_count)]
     pub(crate) seeds: usize,
-    /// Model width.
-    #[arg(long, default_value_t = 64, value_parser = parse_count)]
-    pub(crate) d_model: usize,
-    /// Attention heads.
-    #[arg(long, default_value_t = 4, value_parser = parse_count)]
-    pub(crate) heads: usize,
-    /// Feed-forward width.
-    #[arg(long, default_value_t = 256, value_parser = parse_count)]
-    pub(crate) d_ff: usize,
+    #[command(flatten)]
+    pub(crate) model: ModelArgs,
     /// Sequences in the probe batch.
     #[arg(long, default_value_t = 16, value_parser = parse_count)]
     pub(crate) batch: usize,
@@ -203,14 +219,13 @@ pub struct SweepArgs {
     /// Steps per run.
     #[arg(long, default_value_t = 400, value_parser = parse_count)]
     pub(crate) steps: usize,
-    /// Model width.
-    #[arg(long, default_value_t = 32, value_parser = parse_count)]
-    pub(crate) d_model: usize,
+    #[command(flatten)]
+    pub(crate) model: ModelArgs,
     #[command(flatten)]
     pub(crate) parallel: ParallelArgs,
     /// Take only the runs whose grid index i has i % N == K (join shards with `merge`).
     #[arg(long, value_name = "K/N", value_parser = parse_shard)]
-    pub(crate) shard: Option<crate::shard::Shard>,
+    pub(crate) shard: Option<crate::runner::shard::Shard>,
     /// Seconds without a heartbeat after which another worker's claim on a run is taken
     /// over (a claim of a dead process on this host is taken over at once).
     #[arg(long, default_value_t = 300, value_parser = parse_count)]
@@ -251,8 +266,8 @@ pub struct ParallelArgs {
 
 impl ParallelArgs {
     /// The plan for `backend`.
-    pub fn plan(&self, backend: Kind) -> crate::jobs::JobPlan {
-        crate::jobs::JobPlan::new(self.jobs, self.threads, backend)
+    pub fn plan(&self, backend: Kind) -> crate::runner::jobs::JobPlan {
+        crate::runner::jobs::JobPlan::new(self.jobs, self.threads, backend)
     }
 }
 
@@ -275,32 +290,20 @@ pub struct MergeArgs {
     pub out: PathBuf,
 }
 
-fn parse_shard(s: &str) -> Result<crate::shard::Shard, String> {
-    s.parse()
-}
-
-fn parse_backend(s: &str) -> Result<Kind, String> {
-    s.parse()
-}
-
-fn parse_task(s: &str) -> Result<TaskKind, String> {
-    TaskKind::from_name(s)
-        .ok_or_else(|| format!("unknown task {s:?}; expected reverse, copy, sort or markov"))
-}
-
 impl TrainArgs {
     /// The run's configuration.
     pub fn config(&self) -> TrainConfig {
-        let model = stack_config(
-            self.d_model,
-            self.heads,
-            self.d_ff,
-            self.depth,
-            self.placement,
-            self.norm,
-        )
-        .with_qk_norm(self.qk_layernorm.then(|| NormKind::Layer.config()))
-        .with_separate_qk_norms(self.qk_layernorm);
+        let stack = self
+            .model
+            .stack()
+            .with_n_layers(self.depth)
+            .with_placement(self.placement)
+            .with_norm(self.norm.config())
+            .with_qk_norm(self.qk_layernorm.then(|| NormKind::Layer.config()))
+            .with_separate_qk_norms(self.qk_layernorm);
+        let model = ModelConfig::new()
+            .with_stack(stack)
+            .with_backend(self.common.backend);
         TrainConfig::for_task(self.task.task(), model)
             .with_learning_rate(self.lr)
             .with_warmup_steps(self.warmup)
@@ -315,58 +318,44 @@ impl TrainArgs {
             .with_eval_every(self.eval_every)
             .with_stats_every(self.stats_every)
             .with_checkpoint_every(self.checkpoint_every)
-            .with_backend(self.common.backend)
     }
 }
 
 impl ProbeArgs {
     /// The probe's configuration.
     pub fn config(&self) -> ProbeConfig {
-        ProbeConfig {
-            task: self.task.task(),
-            placements: self.placements.clone(),
-            norms: self.norms.clone(),
-            depths: self.depths.clone(),
-            seeds: self.common.seeds(self.seeds),
-            d_model: self.d_model,
-            n_heads: self.heads,
-            d_ff: self.d_ff,
-            batch_size: self.batch,
-            zero_init_query_key: !self.random_query_key,
-            activation: self.activation,
-            backend: self.common.backend,
-        }
-    }
-
-    /// The probe's deepest model as a one-step run of a probe batch, for the cost check.
-    pub fn largest_run(&self) -> TrainConfig {
-        let config = self.config();
-        let depth = config.depths.iter().copied().max().unwrap_or(1);
-        let p = config.placements.first().copied().unwrap_or_default();
-        let n = config.norms.first().copied().unwrap_or(NormKind::Layer);
-        TrainConfig::for_task(config.task, config.model(p, n, depth))
-            .with_batch_size(config.batch_size)
-            .with_steps(1)
-            .with_validation_size(0)
+        let stack = self
+            .model
+            .stack()
+            .with_zero_init_query_key(!self.random_query_key)
+            .with_activation(self.activation);
+        let model = ModelConfig::new()
+            .with_stack(stack)
+            .with_backend(self.common.backend);
+        ProbeConfig::new(self.task.task(), model)
+            .with_placements(self.placements.clone())
+            .with_norms(self.norms.clone())
+            .with_depths(self.depths.clone())
+            .with_seeds(self.common.seeds(self.seeds))
+            .with_batch_size(self.batch)
     }
 }
 
 impl SweepArgs {
     /// The sweep's configuration.
-    pub fn config(&self) -> crate::sweep::SweepConfig {
-        crate::sweep::SweepConfig {
-            task: self.task.task(),
-            placements: self.placements.clone(),
-            norm: self.norm,
-            depths: self.depths.clone(),
-            warmups: self.warmups.clone(),
-            learning_rates: self.lrs.clone(),
-            seeds: self.common.seeds(self.seeds),
-            steps: self.steps,
-            d_model: self.d_model,
-            batch_size: 32,
-            backend: self.common.backend,
-        }
+    pub fn config(&self) -> SweepConfig {
+        let model = ModelConfig::new()
+            .with_stack(self.model.stack())
+            .with_backend(self.common.backend);
+        SweepConfig::new(self.task.task(), model)
+            .with_placements(self.placements.clone())
+            .with_norm(self.norm)
+            .with_depths(self.depths.clone())
+            .with_warmups(self.warmups.clone())
+            .with_learning_rates(self.lrs.clone())
+            .with_seeds(self.common.seeds(self.seeds))
+            .with_steps(self.steps)
+            .with_batch_size(32)
     }
 
     /// The output directory.
@@ -375,8 +364,8 @@ impl SweepArgs {
     }
 
     /// How this worker runs.
-    pub fn options(&self) -> crate::sweep::SweepOptions {
-        crate::sweep::SweepOptions {
+    pub fn options(&self) -> SweepOptions {
+        SweepOptions {
             progress: true,
             plan: self.parallel.plan(self.common.backend),
             shard: self.shard.unwrap_or_default(),
@@ -387,34 +376,34 @@ impl SweepArgs {
 
 impl DemoArgs {
     /// How this worker runs.
-    pub fn options(&self) -> crate::demo::DemoOptions {
-        crate::demo::DemoOptions {
+    pub fn options(&self) -> crate::study::DemoOptions {
+        crate::study::DemoOptions {
             progress: true,
             plan: self.parallel.plan(self.common.backend),
             stale_after: std::time::Duration::from_secs(self.stale_after as u64),
         }
     }
 
-    /// Seeds of experiments A to D: `--seeds`, or [`crate::demo::default_seeds`] for the
+    /// Seeds of experiments A to D: `--seeds`, or [`crate::study::default_seeds`] for the
     /// plan (10 with `--full`).
     pub fn seeds(&self) -> usize {
         self.seeds.unwrap_or_else(|| {
             if self.full {
                 10
             } else {
-                crate::demo::default_seeds(self.options().plan)
+                crate::study::default_seeds(self.options().plan)
             }
         })
     }
 
     /// The demo's configuration: the quick or full profile, with [`DemoArgs::seeds`].
-    pub fn config(&self) -> crate::demo::DemoConfig {
+    pub fn config(&self) -> crate::study::DemoConfig {
         let base = if self.full {
-            crate::demo::DemoConfig::full(self.backend(), self.seed())
+            crate::study::DemoConfig::full(self.backend(), self.seed())
         } else {
-            crate::demo::DemoConfig::quick(self.backend(), self.seed())
+            crate::study::DemoConfig::quick(self.backend(), self.seed())
         };
-        base.with_seeds(self.seeds())
+        base.with_seed_count(self.seeds())
     }
 
     /// The output directory.

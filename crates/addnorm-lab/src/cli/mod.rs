@@ -4,49 +4,34 @@
 //! and writes a `config.json` of everything needed to rerun it. Bad arguments exit with
 //! code 2 and a message naming the argument; a diverged `train` exits with code 1.
 //!
+//! One concept per file: [`command_line`] (the commands), [`args`] (the arguments of each
+//! and the configurations they build), [`parse`] (the value parsers), [`plan`] (a command
+//! with its configuration, built once), [`commands`] (running them), [`print`](mod@print) (what they
+//! print) and [`dispatch`] (the backend chosen at run time).
+//!
 //! # Shapes
 //! Not applicable: this module parses arguments and dispatches to the lab's commands.
 
-//! [`args`] holds the arguments of each command and what they build; [`commands`] runs
-//! them.
-
 pub mod args;
+pub mod command_line;
 pub mod commands;
+pub mod dispatch;
+pub mod parse;
+pub mod plan;
+pub mod print;
 
 use std::path::Path;
 
-use clap::{Parser, Subcommand};
+use addnorm::backend::Kind;
+use clap::Parser;
+
+use plan::Plan;
 
 pub use args::{
-    CommonArgs, DemoArgs, MergeArgs, ParallelArgs, ProbeArgs, ReportArgs, SweepArgs, TaskArgs,
-    TrainArgs,
+    CommonArgs, DemoArgs, MergeArgs, ModelArgs, ParallelArgs, ProbeArgs, ReportArgs, SweepArgs,
+    TaskArgs, TrainArgs,
 };
-
-/// Normalization layers and their training behaviour, on Burn.
-#[derive(Parser, Debug)]
-#[command(name = "addnorm", version, about)]
-pub struct Cli {
-    /// The command.
-    #[command(subcommand)]
-    pub command: Command,
-}
-
-/// The lab's commands.
-#[derive(Subcommand, Debug)]
-pub enum Command {
-    /// Train one configuration on a toy task.
-    Train(TrainArgs),
-    /// Experiment A: gradients at initialization across placements, norms and depths.
-    Probe(ProbeArgs),
-    /// Experiment B: warm-up and learning rate, divergence and speed.
-    Sweep(SweepArgs),
-    /// Quick versions of A and B, with a report and plots (the main job).
-    Demo(DemoArgs),
-    /// A sweep's report from the finished runs in --out alone (exit 2 naming missing runs).
-    Report(ReportArgs),
-    /// Join the directories of a sweep's shards into --out.
-    Merge(MergeArgs),
-}
+pub use command_line::{Cli, Command};
 
 /// Checks that `--out` can be created and written, before any work starts.
 fn check_writable(out: &Path) -> Result<(), String> {
@@ -56,20 +41,6 @@ fn check_writable(out: &Path) -> Result<(), String> {
         .and_then(|_| std::fs::write(&probe, b""))
         .and_then(|_| std::fs::remove_file(&probe))
         .map_err(|e| format!("--out {}: cannot write there: {e}", out.display()))
-}
-
-/// The largest run a command would train or probe, for [`crate::resources::check`].
-fn largest_run(command: &Command) -> Option<crate::train::TrainConfig> {
-    match command {
-        Command::Train(a) => Some(a.config()),
-        Command::Probe(a) => Some(a.largest_run()),
-        Command::Sweep(a) => {
-            let config = a.config();
-            let deepest = config.grid().into_iter().max_by_key(|p| p.depth)?;
-            Some(config.point_config(&deepest))
-        }
-        Command::Demo(_) | Command::Report(_) | Command::Merge(_) => None,
-    }
 }
 
 /// Refuses a task the generator cannot pose (a Markov language with under 4 symbols).
@@ -82,12 +53,36 @@ fn check_task(command: &Command) -> Result<(), String> {
     }
 }
 
-/// Refuses a command whose largest run would exhaust this machine's memory, or any
+/// Refuses a plan whose largest run would exhaust this machine's memory, or any
 /// machine's time.
-fn check_cost(command: &Command) -> Result<(), String> {
-    largest_run(command).map_or(Ok(()), |run| {
-        crate::resources::check(&run, crate::resources::available_bytes())
+fn check_cost(plan: &Plan) -> Result<(), String> {
+    plan.largest_run().map_or(Ok(()), |run| {
+        crate::runner::resources::check(&run, crate::runner::resources::available_bytes())
     })
+}
+
+/// The backend a command runs on, if it runs any.
+fn backend(command: &Command) -> Option<Kind> {
+    match command {
+        Command::Train(a) => Some(a.common.backend),
+        Command::Probe(a) => Some(a.common.backend),
+        Command::Sweep(a) => Some(a.common.backend),
+        Command::Demo(a) => Some(a.common.backend),
+        Command::Report(_) | Command::Merge(_) => None,
+    }
+}
+
+/// Every check, before any work: a missing driver would otherwise panic inside Burn's
+/// device thread, a task the generator cannot pose would panic in it, a run too large for
+/// the machine would abort in an allocation, and an unwritable --out would lose a finished
+/// run. The configuration is built once, after the task's check.
+fn checked_plan(command: &Command) -> Result<Plan<'_>, String> {
+    backend(command).map_or(Ok(()), |b| b.check_available())?;
+    check_task(command)?;
+    let plan = Plan::of(command);
+    check_cost(&plan)?;
+    check_writable(plan.out())?;
+    Ok(plan)
 }
 
 /// Parses the process arguments and runs the command; returns the exit code.
@@ -100,36 +95,16 @@ pub fn main() -> i32 {
             return code;
         }
     };
-    let (backend, out) = match &cli.command {
-        Command::Train(a) => (Some(a.common.backend), &a.common.out),
-        Command::Probe(a) => (Some(a.common.backend), &a.common.out),
-        Command::Sweep(a) => (Some(a.common.backend), &a.common.out),
-        Command::Demo(a) => (Some(a.common.backend), &a.common.out),
-        Command::Report(a) => (None, &a.out),
-        Command::Merge(a) => (None, &a.out),
+    let plan = match checked_plan(&cli.command) {
+        Ok(plan) => plan,
+        Err(message) => {
+            eprintln!("error: {message}");
+            return 2;
+        }
     };
-    // Every check comes before any work: a missing driver would otherwise panic inside
-    // Burn's device thread, an unwritable --out would lose a finished run, and a run too
-    // large for the machine would abort in an allocation.
-    if let Err(message) = backend
-        .map_or(Ok(()), |b| b.check_available())
-        .and_then(|()| check_task(&cli.command))
-        .and_then(|()| check_cost(&cli.command))
-        .and_then(|()| check_writable(out))
-    {
-        eprintln!("error: {message}");
-        return 2;
-    }
     // Every step reuses the last step's buffers instead of faulting in fresh pages.
     addnorm::kernels::cpu::allocator::keep_freed_memory();
-    let result = match &cli.command {
-        Command::Train(a) => commands::train(a),
-        Command::Probe(a) => commands::probe(a),
-        Command::Sweep(a) => commands::sweep(a),
-        Command::Demo(a) => commands::demo(a),
-        Command::Report(a) => crate::collect::run(&a.out),
-        Command::Merge(a) => crate::merge::run(&a.dirs, &a.out),
-    };
+    let result = plan.run();
     match result {
         Ok(code) => code,
         Err(e) => {

@@ -8,9 +8,10 @@
 use std::path::Path;
 
 use addnorm::backend::ndarray::{AutodiffBackend as B, device};
-use addnorm_lab::demo::{DemoConfig, DemoOptions, DemoOutcome, DemoReport, demo_with};
-use addnorm_lab::jobs::JobPlan;
-use addnorm_lab::task::{Task, TaskKind};
+use addnorm_lab::experiments::model::ModelConfig;
+use addnorm_lab::experiments::task::{Task, TaskKind};
+use addnorm_lab::runner::jobs::JobPlan;
+use addnorm_lab::study::{DemoConfig, DemoOptions, DemoOutcome, DemoReport, demo_with};
 
 use super::{TempDir, addnorm, stderr};
 
@@ -18,36 +19,41 @@ use super::{TempDir, addnorm, stderr};
 /// seeds probed, 5 pairs × 2 seeds trained for 20 steps, and every other part shrunk the
 /// same way (widths 16, a few steps, 2 or 3 seeds).
 pub(super) fn tiny_demo() -> DemoConfig {
-    let mut config = DemoConfig::quick(addnorm::backend::Kind::Ndarray, 0).with_seeds(2);
+    let mut config = DemoConfig::quick(addnorm::backend::Kind::Ndarray, 0).with_seed_count(2);
     config.probe.task = Task::new(TaskKind::Reverse, 3, 5);
     config.probe.depths = vec![2, 4];
-    config.probe.d_model = 16;
-    config.probe.n_heads = 2;
-    config.probe.d_ff = 32;
+    let narrow = |m: &ModelConfig, d_ff| {
+        let stack = m.stack.clone().with_d_model(16).with_n_heads(2);
+        m.clone().with_stack(stack.with_d_ff(d_ff))
+    };
+    config.probe.model = narrow(&config.probe.model, 32);
     config.probe.batch_size = 4;
-    config.train_depth = 1;
-    config.train_d_model = 16;
+    let train = narrow(&config.train_model, 64);
+    config.train_model = train.clone().with_stack(train.stack.with_n_layers(1));
     config.warmups = vec![0];
     config.steps = 20;
-    let tiny = |c: &mut addnorm_lab::expected_gradient::ExpectedGradientConfig, depth| {
+    let tiny = |c: &mut addnorm_lab::experiments::expected_gradient::ExpectedGradientConfig,
+                depth| {
         c.task = config.probe.task;
         c.depths = vec![depth];
         c.seeds = vec![0, 1, 2];
         (c.batches, c.batch_size) = (2, 4);
-        (c.d_model, c.n_heads, c.d_ff) = (16, 2, 32);
+        c.model = narrow(&c.model, 32);
     };
     tiny(&mut config.figure_3, 2);
     tiny(&mut config.figure_3_extension, 3);
     let l2 = &mut config.lemma_2;
     (l2.task, l2.depths, l2.seeds) = (config.probe.task, vec![3], vec![0, 1]);
-    (l2.d_model, l2.d_ff, l2.batch_size) = (16, 16, 4);
+    let l2_stack = l2.model.stack.clone().with_d_model(16).with_d_ff(16);
+    (l2.model.stack, l2.batch_size) = (l2_stack, 4);
     let c = &mut config.proxies;
-    (c.task, c.d_model, c.depth) = (Task::new(TaskKind::Markov, 3, 5), 16, 1);
+    let c_stack = c.model.stack.clone().with_d_model(16).with_n_layers(1);
+    (c.task, c.model.stack) = (Task::new(TaskKind::Markov, 3, 5), c_stack.with_d_ff(64));
     (c.learning_rates, c.z_loss_learning_rate) = (vec![1e-3, 1e-1], 1e-1);
     (c.steps, c.batch_size) = (8, 4);
     let d = &mut config.model_update;
     (d.task, d.depths, d.steps, d.batch_size) = (config.probe.task, vec![1, 2], 3, 4);
-    (d.d_model, d.d_ff) = (16, 32);
+    d.model = narrow(&d.model, 32);
     config
 }
 
@@ -140,7 +146,9 @@ fn part_names(config: &DemoConfig) -> Vec<String> {
         }
     }
     for (variant, lr, seed) in config.proxies.runs() {
-        names.push(addnorm_lab::proxies::run_name(variant, lr, seed));
+        names.push(addnorm_lab::experiments::proxies::run_name(
+            variant, lr, seed,
+        ));
     }
     names
 }
@@ -163,7 +171,7 @@ fn demo_results_do_not_depend_on_jobs_and_a_rerun_reuses_every_part() {
 fn cli_demo_refuses_a_directory_of_another_demo_and_names_the_field() {
     let out = TempDir::new("demo-other");
     std::fs::create_dir_all(out.path()).unwrap();
-    let other = DemoConfig::quick(addnorm::backend::Kind::Ndarray, 0).with_seeds(1);
+    let other = DemoConfig::quick(addnorm::backend::Kind::Ndarray, 0).with_seed_count(1);
     std::fs::write(
         out.join("config.json"),
         serde_json::to_string(&other).unwrap(),

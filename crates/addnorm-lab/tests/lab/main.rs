@@ -18,9 +18,10 @@ mod workers;
 
 use addnorm::backend::ndarray::{AutodiffBackend as B, device};
 use addnorm::nn::{Placement, TransformerStack, TransformerStackConfig};
-use addnorm_lab::grid::NormKind;
-use addnorm_lab::loss::masked_cross_entropy;
-use addnorm_lab::probe::{ProbeConfig, probe};
+use addnorm_lab::experiments::model::ModelConfig;
+use addnorm_lab::experiments::norm_kind::NormKind;
+use addnorm_lab::experiments::probe::{ProbeConfig, probe};
+use addnorm_lab::experiments::train::loss::masked_cross_entropy;
 use addnorm_lab::{Task, TaskKind, TrainConfig, TrainOptions, TrainSummary, train};
 use burn::module::{AutodiffModule, Module};
 use burn::record::{FullPrecisionSettings, NamedMpkFileRecorder};
@@ -62,11 +63,14 @@ impl Drop for TempDir {
 /// A run small enough to take a fraction of a second: reverse 4 symbols of 6, 2 layers of
 /// width 16.
 fn tiny_run(steps: usize) -> TrainConfig {
-    let model = TransformerStackConfig::new()
+    let stack = TransformerStackConfig::new()
         .with_d_model(16)
         .with_n_heads(2)
         .with_d_ff(32)
         .with_n_layers(2);
+    let model = ModelConfig::new()
+        .with_stack(stack)
+        .with_backend(addnorm::backend::Kind::Ndarray);
     TrainConfig::for_task(Task::new(TaskKind::Reverse, 4, 6), model)
         .with_steps(steps)
         .with_warmup_steps(3)
@@ -77,7 +81,6 @@ fn tiny_run(steps: usize) -> TrainConfig {
         .with_stats_every(2)
         .with_checkpoint_every(3)
         .with_seed(7)
-        .with_backend(addnorm::backend::Kind::Ndarray)
 }
 
 fn run(config: &TrainConfig, out: &Path, options: &TrainOptions) -> TrainSummary {
@@ -106,13 +109,14 @@ fn checkpoint_validation_loss(config: &TrainConfig, out: &Path) -> (usize, f64) 
         serde_json::from_str(&read(&out.join("checkpoint.json"))).expect("checkpoint.json");
     let step = index["step"].as_u64().expect("a step") as usize;
     let dir = out.join(index["dir"].as_str().expect("a directory"));
-    let model: TransformerStack<B> = addnorm_lab::seeded::init_model(&config.model, 999, &device())
-        .load_file(
-            dir.join("model"),
-            &NamedMpkFileRecorder::<FullPrecisionSettings>::new(),
-            &device(),
-        )
-        .unwrap_or_else(|e| panic!("{} does not load: {e}", dir.display()));
+    let model: TransformerStack<B> =
+        addnorm_lab::experiments::train::seeded::init_model(&config.model.stack, 999, &device())
+            .load_file(
+                dir.join("model"),
+                &NamedMpkFileRecorder::<FullPrecisionSettings>::new(),
+                &device(),
+            )
+            .unwrap_or_else(|e| panic!("{} does not load: {e}", dir.display()));
     let valid = model.valid();
     let validation = config
         .task
@@ -127,12 +131,13 @@ fn checkpoint_validation_loss(config: &TrainConfig, out: &Path) -> (usize, f64) 
 #[test]
 fn reverse_with_depth_2_and_width_32_reaches_99_percent_exact_within_150_steps() {
     let dir = TempDir::new("reverse");
-    let model = TransformerStackConfig::new()
+    let stack = TransformerStackConfig::new()
         .with_d_model(32)
         .with_n_heads(2)
         .with_d_ff(64)
         .with_n_layers(2)
         .with_placement(Placement::Pre);
+    let model = ModelConfig::new().with_stack(stack);
     let config = TrainConfig::for_task(Task::new(TaskKind::Reverse, 6, 10), model)
         .with_steps(200)
         .with_warmup_steps(30)
@@ -174,20 +179,20 @@ fn reverse_with_depth_2_and_width_32_reaches_99_percent_exact_within_150_steps()
 
 #[test]
 fn probe_slopes_have_the_signs_of_theorem_1_and_pre_ln_grows_as_lemma_2_says() {
-    let config = ProbeConfig {
-        task: Task::new(TaskKind::Reverse, 8, 10),
-        placements: vec![Placement::Post, Placement::Pre],
-        norms: vec![NormKind::Layer],
-        depths: vec![2, 4, 8, 16],
-        seeds: (0..8).collect(),
-        d_model: 32,
-        n_heads: 2,
-        d_ff: 64,
-        batch_size: 16,
-        zero_init_query_key: true,
-        activation: Default::default(),
-        backend: addnorm::backend::Kind::Ndarray,
-    };
+    let stack = TransformerStackConfig::new()
+        .with_d_model(32)
+        .with_n_heads(2)
+        .with_d_ff(64)
+        .with_zero_init_query_key(true);
+    let model = ModelConfig::new()
+        .with_stack(stack)
+        .with_backend(addnorm::backend::Kind::Ndarray);
+    let config = ProbeConfig::new(Task::new(TaskKind::Reverse, 8, 10), model)
+        .with_placements(vec![Placement::Post, Placement::Pre])
+        .with_norms(vec![NormKind::Layer])
+        .with_depths(vec![2, 4, 8, 16])
+        .with_seeds((0..8).collect())
+        .with_batch_size(16);
     let report = probe::<B>(&config, None, false, &device()).expect("no output to write");
     assert_eq!(report.results.len(), 2 * 4 * 8);
     let post = report
@@ -357,7 +362,7 @@ fn config_json_round_trips_and_metrics_csv_has_one_row_per_step() {
         .with_weight_decay(0.01);
     let dir = TempDir::new("files");
     let summary = run(&config, dir.path(), &TrainOptions::default());
-    for file in addnorm_lab::train::run_files(dir.path()) {
+    for file in addnorm_lab::experiments::train::run_files(dir.path()) {
         assert!(file.is_file(), "{} missing", file.display());
     }
 
@@ -371,9 +376,9 @@ fn config_json_round_trips_and_metrics_csv_has_one_row_per_step() {
         (saved.steps, saved.seed, saved.grad_clip),
         (5, 7, Some(0.5))
     );
-    assert_eq!(saved.model.n_layers, 2);
-    assert_eq!(saved.model.vocab_size, 9);
-    assert_eq!(saved.model.max_seq_len, 9);
+    assert_eq!(saved.model.block().n_layers, 2);
+    assert_eq!(saved.model.stack.vocab_size, 9);
+    assert_eq!(saved.model.stack.max_seq_len, 9);
     assert_eq!(saved.task, Task::new(TaskKind::Reverse, 4, 6));
 
     let (header, rows) = metrics(dir.path());
@@ -498,19 +503,13 @@ fn cli_train_with_tiny_settings_exits_0_and_writes_a_rerunnable_config() {
     let config: TrainConfig = serde_json::from_str(&read(&dir.join("config.json")))
         .expect("config.json parses as a TrainConfig");
     assert_eq!(config.task, Task::new(TaskKind::Copy, 3, 5));
-    assert_eq!(config.model.placement, Placement::Post);
-    assert_eq!(
-        (
-            config.model.n_layers,
-            config.model.d_model,
-            config.model.n_heads
-        ),
-        (1, 8, 2)
-    );
-    assert_eq!((config.model.d_ff, config.model.vocab_size), (16, 8));
+    let block = config.model.block();
+    assert_eq!(block.placement, Placement::Post);
+    assert_eq!((block.n_layers, block.d_model, block.n_heads), (1, 8, 2));
+    assert_eq!((block.d_ff, config.model.stack.vocab_size), (16, 8));
     assert_eq!((config.learning_rate, config.warmup_steps), (2e-3, 2));
     assert_eq!((config.steps, config.batch_size, config.seed), (4, 4, 3));
-    assert_eq!(config.backend, addnorm::backend::Kind::Ndarray);
+    assert_eq!(config.model.backend, addnorm::backend::Kind::Ndarray);
 
     let (_, rows) = metrics(dir.path());
     assert_eq!(rows.len(), 4);

@@ -5,9 +5,9 @@
 //! and far enough apart not to overlap.
 
 use addnorm::backend::ndarray::{AutodiffBackend as B, device};
-use addnorm_lab::demo::plots::figures;
-use addnorm_lab::demo::{DemoOptions, demo_with};
-use addnorm_lab::jobs::JobPlan;
+use addnorm_lab::study::plots::figures;
+use addnorm_lab::study::{DemoOptions, demo_with};
+use addnorm_lab::runner::jobs::JobPlan;
 use addnorm_lab::plot::{Chart, Figure, Tick, Values};
 
 use super::TempDir;

@@ -2,31 +2,38 @@
 //! Markov task on the command line, independent weight decay, and the model update.
 
 use addnorm::backend::ndarray::{AutodiffBackend as B, device};
-use addnorm::nn::Placement;
-use addnorm_lab::expected_gradient::{ExpectedGradientConfig, expected_gradient_one};
-use addnorm_lab::grid::NormKind;
-use addnorm_lab::loss::{log_partition, masked_cross_entropy, objective, z_loss};
-use addnorm_lab::model_update::{ModelUpdateConfig, model_update_one};
-use addnorm_lab::task::{Batch, Task, TaskKind};
+use addnorm::nn::{Placement, TransformerStackConfig};
+use addnorm_lab::experiments::expected_gradient::{ExpectedGradientConfig, expected_gradient_one};
+use addnorm_lab::experiments::model::ModelConfig;
+use addnorm_lab::experiments::model_update::{ModelUpdateConfig, model_update_one};
+use addnorm_lab::experiments::norm_kind::NormKind;
+use addnorm_lab::experiments::task::{Batch, Task, TaskKind};
+use addnorm_lab::experiments::train::loss::{
+    log_partition, masked_cross_entropy, objective, z_loss,
+};
 use burn::module::Param;
 use burn::tensor::{ElementConversion, Int, Tensor, TensorData};
 
 use super::{TempDir, assert_rejected};
 
 fn fig3_config() -> ExpectedGradientConfig {
-    ExpectedGradientConfig {
-        task: Task::new(TaskKind::Reverse, 3, 5),
-        placements: vec![Placement::Post],
-        norm: NormKind::Layer,
-        depths: vec![2],
-        seeds: vec![4],
-        batches: 3,
-        batch_size: 4,
-        d_model: 16,
-        n_heads: 2,
-        d_ff: 32,
-        backend: addnorm::backend::Kind::Ndarray,
-    }
+    ExpectedGradientConfig::new(Task::new(TaskKind::Reverse, 3, 5), narrow_model())
+        .with_placements(vec![Placement::Post])
+        .with_norm(NormKind::Layer)
+        .with_depths(vec![2])
+        .with_seeds(vec![4])
+        .with_batches(3)
+        .with_batch_size(4)
+}
+
+/// d_model 16, 2 heads, d_ff 32 on ndarray.
+fn narrow_model() -> ModelConfig {
+    let stack = TransformerStackConfig::tiny()
+        .with_d_model(16)
+        .with_d_ff(32);
+    ModelConfig::new()
+        .with_stack(stack)
+        .with_backend(addnorm::backend::Kind::Ndarray)
 }
 
 /// The K batches of a seed, concatenated into one.
@@ -49,8 +56,11 @@ fn union(task: &Task, seed: u64, batches: usize, size: usize) -> Batch {
 fn the_expected_gradient_equals_the_gradient_over_the_union_of_the_batches() {
     let config = fig3_config();
     let run = expected_gradient_one::<B>(&config, (Placement::Post, 2, 4), &device());
-    let model =
-        addnorm_lab::seeded::init_model::<B>(&config.model(Placement::Post, 2), 4, &device());
+    let model = addnorm_lab::experiments::train::seeded::init_model::<B>(
+        &config.cell_model(Placement::Post, 2),
+        4,
+        &device(),
+    );
     let (inputs, targets, mask) = union(&config.task, 4, 3, 4).to_tensors::<B>(&device());
     let grads = masked_cross_entropy(model.forward(inputs), targets, mask).backward();
     let norm = |p: &Param<Tensor<B, 2>>| -> f64 {
@@ -130,7 +140,7 @@ fn log_z_and_the_z_loss_match_hand_computed_values() {
 
 #[test]
 fn independent_weight_decay_hands_burn_lambda_over_the_peak_lr() {
-    let model = addnorm_lab::grid::stack_config(16, 2, 32, 1, Placement::Pre, NormKind::Layer);
+    let model = narrow_model();
     let config = addnorm_lab::TrainConfig::for_task(Task::new(TaskKind::Reverse, 3, 5), model)
         .with_learning_rate(0.1)
         .with_weight_decay(1e-4);
@@ -144,19 +154,13 @@ fn independent_weight_decay_hands_burn_lambda_over_the_peak_lr() {
 /// After every step the model has moved (‖ΔF‖ > 0 and finite), one value per step.
 #[test]
 fn the_model_update_is_recorded_after_every_step() {
-    let config = ModelUpdateConfig {
-        task: Task::new(TaskKind::Reverse, 3, 5),
-        placements: vec![Placement::Post, Placement::DeepNorm],
-        depths: vec![2],
-        seeds: vec![0],
-        d_model: 16,
-        d_ff: 32,
-        n_heads: 2,
-        learning_rate: 1e-3,
-        steps: 3,
-        batch_size: 4,
-        backend: addnorm::backend::Kind::Ndarray,
-    };
+    let config = ModelUpdateConfig::new(Task::new(TaskKind::Reverse, 3, 5), narrow_model())
+        .with_placements(vec![Placement::Post, Placement::DeepNorm])
+        .with_depths(vec![2])
+        .with_seeds(vec![0])
+        .with_learning_rate(1e-3)
+        .with_steps(3)
+        .with_batch_size(4);
     let run = model_update_one::<B>(&config, (Placement::Post, 2, 0), &device());
     assert_eq!(run.updates.len(), 3);
     assert!(

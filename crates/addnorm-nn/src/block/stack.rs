@@ -23,7 +23,7 @@
 //! let tokens = Tensor::<NdArray, 2, Int>::from_ints([[1, 2, 3, 4]], &device);
 //! let (logits, stats) = model.forward_with_stats(tokens);
 //! assert_eq!(logits.dims(), [1, 4, config.vocab_size]);
-//! assert_eq!(stats.residual_rms.len(), config.n_layers + 1);
+//! assert_eq!(stats.residual_rms.len(), config.block.n_layers + 1);
 //! ```
 
 use burn::config::Config;
@@ -34,13 +34,19 @@ use burn::tensor::{ElementConversion, Int, Tensor, backend::Backend};
 use addnorm_kernels::NormBackend;
 
 use super::feed_forward::Activation;
-use super::linear::{self, projection, xavier_normal};
+use super::linear::{self, projection};
 use super::placement::Placement;
 use super::transformer_block::{TransformerBlock, TransformerBlockConfig};
 use crate::norm::{Norm, NormConfig};
 
-/// Configuration of a [`TransformerStack`]. `TransformerStackConfig::new()` is the
-/// [`tiny`](Self::tiny) preset.
+/// Configuration of a [`TransformerStack`]: one [`TransformerBlockConfig`] that every block
+/// is built from, plus the vocabulary and the longest sequence. The block holds the widths,
+/// the depth N (`block.n_layers`, which DeepNorm's α and β read too), the placement, the
+/// norm and the rest; the final norm and the output head take the block's norm, width and
+/// initializer. `TransformerStackConfig::new()` is the [`tiny`](Self::tiny) preset.
+///
+/// The `with_*` setters of the block's fields (`with_placement`, `with_d_model`, ...) set
+/// them on [`block`](Self::block): `tiny().with_n_layers(4)` is a 4-block tiny stack.
 #[derive(Config, Debug)]
 pub struct TransformerStackConfig {
     /// The number of token ids. Default: 16
@@ -49,44 +55,42 @@ pub struct TransformerStackConfig {
     /// The longest sequence the positional embedding covers. Default: 64
     #[config(default = 64)]
     pub max_seq_len: usize,
-    /// The model width. Default: 32
-    #[config(default = 32)]
-    pub d_model: usize,
-    /// The number of attention heads. Default: 2
-    #[config(default = 2)]
-    pub n_heads: usize,
-    /// The feed-forward hidden width. Default: 128
-    #[config(default = 128)]
-    pub d_ff: usize,
-    /// The number of blocks N. Default: 2
-    #[config(default = 2)]
-    pub n_layers: usize,
-    /// Where the norms sit. Default: `Placement::Pre`
-    #[config(default = "Placement::Pre")]
-    pub placement: Placement,
-    /// Which norm, with its options (its width is set to `d_model`).
-    /// Default: `NormConfig::layer(0)`
-    #[config(default = "NormConfig::layer(0)")]
-    pub norm: NormConfig,
-    /// Dropout everywhere in the blocks. Default: 0.0
-    #[config(default = 0.0)]
-    pub dropout: f64,
-    /// The feed-forward nonlinearity. Default: `Activation::Gelu`
-    #[config(default = "Activation::Gelu")]
-    pub activation: Activation,
-    /// QK-norm inside attention. Default: None
-    #[config(default = "None")]
-    pub qk_norm: Option<NormConfig>,
-    /// Separate query and key QK-norms (Wortsman et al. 2023's QK-layernorm). Default: false
-    #[config(default = false)]
-    pub separate_qk_norms: bool,
-    /// Start every W^Q and W^K at zero. Default: false
-    #[config(default = false)]
-    pub zero_init_query_key: bool,
-    /// The initializer of every projection weight (biases start at zero).
-    /// Default: Xavier-normal, gain 1
-    #[config(default = "xavier_normal(1.0)")]
-    pub initializer: Initializer,
+    /// Every block: d_model, n_heads, d_ff, the depth N (`n_layers`), placement, norm,
+    /// dropout, activation, QK-norm and initializer. The stack is causal: `causal` must be
+    /// true. Default: `TransformerBlockConfig::new(32, 2, 128).with_n_layers(2)`
+    #[config(default = "TransformerBlockConfig::new(32, 2, 128).with_n_layers(2)")]
+    pub block: TransformerBlockConfig,
+}
+
+/// Setters of the block's fields on the stack: each sets that field of
+/// [`block`](TransformerStackConfig::block), so every block gets it.
+macro_rules! block_setters {
+    ($($setter:ident => $field:ident: $ty:ty),* $(,)?) => {
+        impl TransformerStackConfig {
+            $(
+                #[doc = concat!("Sets `block.", stringify!($field), "`.")]
+                pub fn $setter(mut self, $field: $ty) -> Self {
+                    self.block.$field = $field;
+                    self
+                }
+            )*
+        }
+    };
+}
+
+block_setters! {
+    with_d_model => d_model: usize,
+    with_n_heads => n_heads: usize,
+    with_d_ff => d_ff: usize,
+    with_n_layers => n_layers: usize,
+    with_placement => placement: Placement,
+    with_norm => norm: NormConfig,
+    with_dropout => dropout: f64,
+    with_activation => activation: Activation,
+    with_qk_norm => qk_norm: Option<NormConfig>,
+    with_separate_qk_norms => separate_qk_norms: bool,
+    with_zero_init_query_key => zero_init_query_key: bool,
+    with_initializer => initializer: Initializer,
 }
 
 impl TransformerStackConfig {
@@ -104,31 +108,17 @@ impl TransformerStackConfig {
             .with_n_layers(4)
     }
 
-    /// The configuration of each block.
-    pub fn block(&self) -> TransformerBlockConfig {
-        TransformerBlockConfig::new(self.d_model, self.n_heads, self.d_ff)
-            .with_placement(self.placement)
-            .with_norm(self.norm.clone())
-            .with_n_layers(self.n_layers)
-            .with_causal(true)
-            .with_dropout(self.dropout)
-            .with_activation(self.activation)
-            .with_qk_norm(self.qk_norm.clone())
-            .with_separate_qk_norms(self.separate_qk_norms)
-            .with_zero_init_query_key(self.zero_init_query_key)
-            .with_initializer(self.initializer.clone())
-    }
-
     /// Builds the model on `device`.
     ///
     /// # Panics
-    /// If `n_layers`, `vocab_size`, `max_seq_len` or `d_ff` is zero, `d_model` is not a
-    /// positive multiple of `n_heads`, or `dropout` is outside [0, 1). The message names the
-    /// field and its value.
+    /// If `block.n_layers`, `vocab_size`, `max_seq_len` or `block.d_ff` is zero,
+    /// `block.d_model` is not a positive multiple of `block.n_heads`, `block.dropout` is
+    /// outside [0, 1), or `block.causal` is false. The message names the field and its value.
     pub fn init<B: Backend>(&self, device: &B::Device) -> TransformerStack<B> {
+        let block = &self.block;
         assert!(
-            self.n_layers > 0,
-            "TransformerStackConfig.n_layers must be at least 1, got 0"
+            block.n_layers > 0,
+            "TransformerStackConfig.block.n_layers must be at least 1, got 0"
         );
         assert!(
             self.vocab_size > 0 && self.max_seq_len > 0,
@@ -136,27 +126,31 @@ impl TransformerStackConfig {
             self.vocab_size,
             self.max_seq_len
         );
-        super::validate_heads("TransformerStackConfig", self.d_model, self.n_heads);
-        super::validate_dropout("TransformerStackConfig", self.dropout);
+        assert!(
+            block.causal,
+            "TransformerStackConfig.block.causal must be true (the stack is a causal language \
+             model), got false"
+        );
+        super::validate_heads("TransformerStackConfig.block", block.d_model, block.n_heads);
+        super::validate_dropout("TransformerStackConfig.block", block.dropout);
         let half_variance = Initializer::Normal {
             mean: 0.0,
             std: core::f64::consts::FRAC_1_SQRT_2,
         };
         let embedding = |n| {
-            EmbeddingConfig::new(n, self.d_model)
+            EmbeddingConfig::new(n, block.d_model)
                 .with_initializer(half_variance.clone())
                 .init(device)
         };
-        let block = self.block();
         TransformerStack {
             token_embedding: embedding(self.vocab_size),
             position_embedding: embedding(self.max_seq_len),
-            blocks: (0..self.n_layers).map(|_| block.init(device)).collect(),
-            final_norm: self
+            blocks: (0..block.n_layers).map(|_| block.init(device)).collect(),
+            final_norm: block
                 .placement
                 .has_final_norm()
-                .then(|| self.norm.with_d_model(self.d_model).init(device)),
-            head: projection(self.d_model, self.vocab_size, &self.initializer, device),
+                .then(|| block.norm.with_d_model(block.d_model).init(device)),
+            head: projection(block.d_model, self.vocab_size, &block.initializer, device),
         }
     }
 }

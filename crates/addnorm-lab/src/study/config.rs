@@ -1,0 +1,293 @@
+//! What the demo runs: experiment A's probe grid, B's training runs, the Fig. 3 and
+//! Lemma 2 measurements in the paper's own settings, C's small-scale proxies and D's
+//! model updates, and the names of all of them.
+//!
+//! ```text
+//! runs of B   pairs × warm-ups × seeds, named  <placement>-<norm>-w<warm-up>-s<seed>
+//!             (Pre-placed pairs only without warm-up: no claim reads their warm-up runs)
+//! runs of C   crate::experiments::proxies::ProxyConfig::runs, named proxy-<variant>-lr<lr>-s<seed>
+//! ```
+//!
+//! # Shapes
+//! Not applicable: configuration.
+
+use addnorm::backend::Kind;
+use addnorm::nn::{Activation, Placement, TransformerStackConfig};
+use burn::config::Config;
+use serde::{Deserialize, Serialize};
+
+use crate::experiments::expected_gradient::ExpectedGradientConfig;
+use crate::experiments::model::ModelConfig;
+use crate::experiments::model_update::ModelUpdateConfig;
+use crate::experiments::norm_kind::NormKind;
+use crate::experiments::probe::ProbeConfig;
+use crate::experiments::proxies::ProxyConfig;
+use crate::experiments::task::{Task, TaskKind};
+use crate::experiments::train::TrainConfig;
+use crate::runner::jobs::JobPlan;
+
+/// How much the demo runs: `Quick` fits in 5 minutes on 2 cores; `Full` runs more seeds
+/// and longer proxies (about 12 minutes on 2 cores).
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Profile {
+    /// The README's main command.
+    #[default]
+    Quick,
+    /// `addnorm demo --full`.
+    Full,
+}
+
+/// What the demo runs, a Burn [`Config`]. Saved as `config.json`. Build it with
+/// [`DemoConfig::quick`] or [`DemoConfig::full`].
+#[derive(Config, Debug)]
+pub struct DemoConfig {
+    /// Experiment A's grid and model (its placements/norms list every pair probed).
+    pub probe: ProbeConfig,
+    /// Experiment B's model and backend; each run sets its placement and norm.
+    pub train_model: ModelConfig,
+    /// Xiong et al.'s Fig. 3 as published: L = 6, 10 seeds, K batches, Xavier W^Q/W^K.
+    pub figure_3: ExpectedGradientConfig,
+    /// The same measurement at L = 12, 24, 48: an extension beyond the paper.
+    pub figure_3_extension: ExpectedGradientConfig,
+    /// Lemma 2 in its own setting: Pre-LN, ReLU, d_ff = d, one head, W^Q = W^K = 0.
+    pub lemma_2: ProbeConfig,
+    /// Experiment C: Wortsman et al. 2023's small-scale proxies.
+    pub proxies: ProxyConfig,
+    /// Experiment D: DeepNet's model update against depth.
+    pub model_update: ModelUpdateConfig,
+    /// The profile it was built from. Default: `Profile::Quick`
+    #[config(default = "Profile::Quick")]
+    pub profile: Profile,
+    /// The (placement, norm) pairs of experiments A and B. Default: Post-LN, Pre-LN,
+    /// Pre-RMSNorm, Pre-DyT and no norm
+    #[config(default = "DemoConfig::PAIRS.to_vec()")]
+    pub pairs: Vec<(Placement, NormKind)>,
+    /// Pairs trained in B only: Peri-LN (its claims are about training), and ReZero (its
+    /// residual gate starts at 0, so at initialization its blocks get no gradient for
+    /// experiment A to measure). Default: Peri-LN and ReZero
+    #[config(default = "DemoConfig::TRAIN_ONLY_PAIRS.to_vec()")]
+    pub train_only_pairs: Vec<(Placement, NormKind)>,
+    /// The one high learning rate of experiment B. Default: 1e-2
+    #[config(default = 1e-2)]
+    pub learning_rate: f64,
+    /// Warm-up lengths compared. Default: 0, 100
+    #[config(default = "vec![0, 100]")]
+    pub warmups: Vec<usize>,
+    /// Steps per training run. Default: 250
+    #[config(default = 250)]
+    pub steps: usize,
+    /// Seeds of experiments A to D. Default: 0, 1, 2
+    #[config(default = "vec![0, 1, 2]")]
+    pub seeds: Vec<u64>,
+}
+
+impl DemoConfig {
+    /// The pairs of experiments A and B.
+    pub const PAIRS: [(Placement, NormKind); 5] = [
+        (Placement::Post, NormKind::Layer),
+        (Placement::Pre, NormKind::Layer),
+        (Placement::Pre, NormKind::Rms),
+        (Placement::Pre, NormKind::Dyt),
+        (Placement::None, NormKind::Identity),
+    ];
+
+    /// The pairs trained in B only.
+    pub const TRAIN_ONLY_PAIRS: [(Placement, NormKind); 2] = [
+        (Placement::Peri, NormKind::Layer),
+        (Placement::ReZero, NormKind::Identity),
+    ];
+
+    /// The quick default: under 5 minutes on 2 CPU cores with ndarray.
+    pub fn quick(backend: Kind, seed: u64) -> Self {
+        let task = Task::new(TaskKind::Reverse, 8, 10);
+        let seeds: Vec<u64> = (seed..seed + 3).collect();
+        let ten: Vec<u64> = (seed..seed + 10).collect();
+        // d_model 64, 4 heads, d_ff 256; each cell sets its depth.
+        let small = ModelConfig::new()
+            .with_stack(TransformerStackConfig::small())
+            .with_backend(backend);
+        let probe_stack = small.stack.clone().with_zero_init_query_key(true);
+        let probe = ProbeConfig::new(task, small.clone().with_stack(probe_stack))
+            .with_placements(vec![Placement::Post, Placement::Pre, Placement::None])
+            .with_norms(NormKind::ALL.to_vec())
+            .with_depths(vec![6, 12, 24, 48])
+            .with_seeds(seeds.clone())
+            .with_batch_size(16);
+        let figure_3 = ExpectedGradientConfig::new(task, small.clone())
+            .with_placements(vec![Placement::Post, Placement::Pre])
+            .with_norm(NormKind::Layer)
+            .with_depths(vec![6])
+            .with_seeds(ten.clone())
+            .with_batches(32)
+            .with_batch_size(16);
+        let lemma_2_stack = probe
+            .model
+            .stack
+            .clone()
+            .with_n_heads(1)
+            .with_d_ff(64)
+            .with_activation(Activation::Relu);
+        let lemma_2 = ProbeConfig {
+            model: probe.model.clone().with_stack(lemma_2_stack),
+            ..probe.clone()
+        }
+        .with_placements(vec![Placement::Pre])
+        .with_norms(vec![NormKind::Layer])
+        .with_depths(vec![48])
+        .with_seeds(ten);
+        // d_model 32, 2 heads, d_ff 128, Pre-LN with LayerNorm.
+        let tiny = ModelConfig::new().with_backend(backend);
+        // DeepNet's tiny model: d_model 64, 2 heads, d_ff 128.
+        let deepnet_stack = tiny.stack.clone().with_d_model(64).with_d_ff(128);
+        let deepnet = tiny.clone().with_stack(deepnet_stack);
+        Self {
+            profile: Profile::Quick,
+            // K = 8 keeps the quick profile in budget; `--full` takes Fig. 3's 32.
+            figure_3_extension: figure_3
+                .clone()
+                .with_depths(vec![12, 24, 48])
+                .with_seeds(seeds.clone())
+                .with_batches(8),
+            figure_3,
+            lemma_2,
+            probe,
+            pairs: Self::PAIRS.to_vec(),
+            train_only_pairs: Self::TRAIN_ONLY_PAIRS.to_vec(),
+            train_model: tiny.clone().with_stack(tiny.stack.clone().with_n_layers(6)),
+            learning_rate: 1e-2,
+            warmups: vec![0, 100],
+            steps: 250,
+            proxies: ProxyConfig::new(Task::new(TaskKind::Markov, 8, 16), tiny)
+                .with_learning_rates(vec![3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1, 3e-1])
+                .with_z_loss_learning_rate(1e-1)
+                .with_seeds(seeds.clone())
+                .with_steps(300)
+                .with_batch_size(16)
+                .with_weight_decay(1e-4)
+                .with_z_loss(1e-4)
+                // §3.2.1's warm-up comparison: 5% (the others) against 25% of the steps.
+                .with_long_warmup(0.25),
+            model_update: ModelUpdateConfig::new(task, deepnet)
+                .with_placements(vec![Placement::Post, Placement::DeepNorm])
+                .with_depths(vec![6, 12, 24, 48, 96])
+                .with_seeds(seeds.clone())
+                // At 1e-3 Post-LN's first update already saturates at every depth (‖ΔF‖ ≈
+                // √(2d), two unrelated normalized outputs), which hides any trend.
+                .with_learning_rate(1e-4)
+                .with_steps(5)
+                .with_batch_size(8),
+            seeds,
+        }
+    }
+
+    /// The backend every part runs on.
+    pub fn backend(&self) -> Kind {
+        self.train_model.backend
+    }
+
+    /// `--full`: 10 seeds everywhere, 3000-step proxies, and K = 32 in Fig. 3's extension.
+    pub fn full(backend: Kind, seed: u64) -> Self {
+        let mut config = Self::quick(backend, seed).with_seed_count(10);
+        config.profile = Profile::Full;
+        config.proxies.steps = 3000;
+        config.figure_3_extension.batches = 32;
+        config
+    }
+
+    /// The same demo with `n` seeds (from the first seed on) in both experiments.
+    /// Fig. 3 and Lemma 2 keep their 10 seeds (the paper's count) whatever `n` is.
+    pub fn with_seed_count(mut self, n: usize) -> Self {
+        let first = self.seeds.first().copied().unwrap_or(0);
+        self.seeds = (first..first + n as u64).collect();
+        self.probe.seeds = self.seeds.clone();
+        self.figure_3_extension.seeds = self.seeds.clone();
+        self.proxies.seeds = self.seeds.clone();
+        self.model_update.seeds = self.seeds.clone();
+        self
+    }
+
+    /// Experiment B's pairs: A's, then the train-only ones.
+    pub fn training_pairs(&self) -> Vec<(Placement, NormKind)> {
+        self.pairs
+            .iter()
+            .chain(&self.train_only_pairs)
+            .copied()
+            .collect()
+    }
+
+    /// The training configuration of one experiment-B run.
+    pub fn train_config(
+        &self,
+        placement: Placement,
+        norm: NormKind,
+        warmup: usize,
+        seed: u64,
+    ) -> TrainConfig {
+        let depth = self.train_model.block().n_layers;
+        let model = self.train_model.cell(placement, norm, depth);
+        TrainConfig::for_task(self.probe.task, model)
+            .with_learning_rate(self.learning_rate)
+            .with_warmup_steps(warmup)
+            .with_steps(self.steps)
+            .with_seed(seed)
+            .with_eval_every(25)
+            .with_stats_every(self.steps)
+            .with_checkpoint_every(self.steps)
+            .with_validation_size(128)
+    }
+}
+
+/// The demo's default seed count for `plan` (experiments A to D; Fig. 3 and Lemma 2 always
+/// take 10): `4·jobs`, from 4 up to 10 (8 at two jobs, 10 from three on).
+///
+/// Every part runs `plan.jobs` at once, and the time saved goes to more seeds, with a
+/// margin: 10 seeds took 187 s with two jobs on the 2-core development VM, so 8 keeps
+/// room for a machine 1.6× slower inside the 5 minutes (`cargo bench --bench demo_time`;
+/// PERFORMANCE.md of the lab).
+pub fn default_seeds(plan: JobPlan) -> usize {
+    (4 * plan.jobs).clamp(4, 10)
+}
+
+/// `<placement>-<norm>`, as plots, tables and run names spell a pair.
+pub(super) fn label(p: Placement, n: NormKind) -> String {
+    format!("{p}-{}", n.name())
+}
+
+/// Experiment B's runs: (placement, norm, warm-up, seed), in report order. Pre-placed,
+/// Peri-LN and ReZero pairs run without warm-up only (no claim reads their warm-up runs).
+pub(super) fn training_runs(config: &DemoConfig) -> Vec<(Placement, NormKind, usize, u64)> {
+    let first = config.warmups.first().copied().unwrap_or(0);
+    config
+        .training_pairs()
+        .into_iter()
+        .flat_map(|(p, n)| {
+            config
+                .warmups
+                .iter()
+                .filter(move |&&w| {
+                    w == first || !matches!(p, Placement::Pre | Placement::Peri | Placement::ReZero)
+                })
+                .flat_map(move |&w| config.seeds.iter().map(move |&s| (p, n, w, s)))
+        })
+        .collect()
+}
+
+/// Every training run of the demo, B's then C's: (run name, its configuration).
+pub(super) fn all_training_runs(config: &DemoConfig) -> Vec<(String, TrainConfig)> {
+    let b = training_runs(config)
+        .into_iter()
+        .map(|(p, n, w, s)| (run_name(p, n, w, s), config.train_config(p, n, w, s)));
+    let c = config.proxies.runs().into_iter().map(|(v, lr, s)| {
+        (
+            crate::experiments::proxies::run_name(v, lr, s),
+            config.proxies.train_config(v, lr, s),
+        )
+    });
+    b.chain(c).collect()
+}
+
+/// The run directory name of one experiment-B run.
+pub(super) fn run_name(p: Placement, n: NormKind, w: usize, s: u64) -> String {
+    format!("{}-w{w}-s{s}", label(p, n))
+}

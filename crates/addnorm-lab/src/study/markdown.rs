@@ -1,0 +1,186 @@
+//! `report.md`: the claims table with settings, intervals and notes; experiment A's slopes
+//! and plots; Fig. 3 as published; experiment B's table (success rate, mean exact
+//! accuracy, divergences, median steps to 99% exact) and its Pre-LN/Peri-LN plot;
+//! experiment C's loss-vs-LR table and plots; experiment D's model-update table and plot.
+//!
+//! # Shapes
+//! Not applicable: text.
+
+use std::fmt::Write as _;
+
+use addnorm::nn::Placement;
+
+use super::claim::claims_table;
+use super::config::label;
+use super::measures::success_rate;
+use super::record::DemoReport;
+use crate::experiments::proxies::ProxyVariant;
+use crate::experiments::sweep::SweepRun;
+use crate::stats::fit::geometric_mean;
+
+/// The Markdown report of `report`.
+pub fn markdown(report: &DemoReport) -> String {
+    let c = &report.config;
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "# addnorm demo: gradient stability of residual norm placements\n"
+    );
+    let _ = writeln!(
+        s,
+        "Backend `{}`, profile `{:?}`, {:.0} s. Task: reverse, n = {}, {} symbols. Seeds {:?} \
+         (Fig. 3 and Lemma 2: 10). Intervals are seed-bootstrap 95% percentile intervals.\n",
+        c.backend().name(),
+        c.profile,
+        report.wall_seconds,
+        c.probe.task.length,
+        c.probe.task.symbols,
+        c.seeds
+    );
+    let _ = writeln!(s, "## Claims\n\n{}", claims_table(&report.claims));
+    let _ = writeln!(
+        s,
+        "## A. Gradients at initialization\n\nd = {}, {} heads, d_ff = {}, W^Q = W^K = 0, one batch of {} sequences; \
+         geometric means over seeds.\n\n{}",
+        c.probe.model.block().d_model,
+        c.probe.model.block().n_heads,
+        c.probe.model.block().d_ff,
+        c.probe.batch_size,
+        crate::experiments::probe::table::probe_table(&report.probe)
+    );
+    let _ = writeln!(s, "![last layer against depth](last_layer_vs_depth.png)\n");
+    let _ = writeln!(s, "![per-layer gradient norms](gradient_per_layer.png)\n");
+    let _ = writeln!(s, "![residual growth](residual_growth.png)\n");
+    let _ = writeln!(
+        s,
+        "### Fig. 3 as published\n\nThe Frobenius norm of each FFN weight's gradient averaged over \
+         K = {} batches, Xavier W^Q/W^K, L = {:?}, {} seeds; geometric means over seeds.\n\n\
+         ![Fig. 3](figure_3.png)\n",
+        c.figure_3.batches,
+        c.figure_3.depths,
+        c.figure_3.seeds.len()
+    );
+    let _ = writeln!(
+        s,
+        "## B. Warm-up at a high learning rate\n\nDepth {}, d = {}, LR {:e}, {} steps, AdamW, cosine decay, no clipping.\n",
+        c.train_model.block().n_layers,
+        c.train_model.block().d_model,
+        c.learning_rate,
+        c.steps
+    );
+    let _ = writeln!(
+        s,
+        "| model | warm-up | ≥99% exact | mean exact acc | diverged | median steps to 99% |\n|---|---|---|---|---|---|"
+    );
+    for (p, n) in c.training_pairs() {
+        for &w in &c.warmups {
+            let group: Vec<&SweepRun> = report
+                .runs
+                .iter()
+                .filter(|r| r.placement == p && r.norm == n && r.warmup == w)
+                .collect();
+            if group.is_empty() {
+                continue;
+            }
+            let (ok, total) = success_rate(&report.runs, p, n, w);
+            let acc = group.iter().map(|r| r.final_exact_accuracy).sum::<f64>()
+                / group.len().max(1) as f64;
+            let div = group.iter().filter(|r| r.diverged).count();
+            let mut steps: Vec<usize> = group.iter().filter_map(|r| r.steps_to_99_exact).collect();
+            steps.sort_unstable();
+            let median = steps
+                .get(steps.len() / 2)
+                .map_or("—".into(), |s| s.to_string());
+            let _ = writeln!(
+                s,
+                "| {} | {w} | {ok}/{total} | {:.1}% | {div}/{total} | {median} |",
+                label(p, n),
+                100.0 * acc
+            );
+        }
+    }
+    let _ = writeln!(s, "\n![loss curves](loss_curves.png)\n");
+    let _ = writeln!(
+        s,
+        "Pre-LN against Peri-LN (Kim et al. 2025) in the runs above without warm-up: the \
+         residual stream after training, and the gradient norm over training.\n\n\
+         ![Peri-LN](peri_ln.png)\n"
+    );
+    s.push_str(&proxies_section(report));
+    s.push_str(&model_update_section(report));
+    s
+}
+
+/// Experiment C: ℓ(η) of every LR-grid variant and the peak attention logit per LR.
+fn proxies_section(report: &DemoReport) -> String {
+    let c = &report.config.proxies;
+    let curves = super::wortsman::lr_curves(report);
+    let names: String = curves
+        .iter()
+        .map(|(v, _)| format!(" ℓ(η) {} |", v.name()))
+        .collect();
+    let mut s = format!(
+        "## C. Small-scale proxies (Wortsman et al. 2023)\n\nMarkov language ({} symbols, \
+         {} positions; context-free loss {:.3}, floor {:.3}), Pre-LN d = {}, {} layers, \
+         {} steps, AdamW β₂ 0.95, clipping 1, independent decay {:e}, warm-up 5% (the long \
+         warm-up variant: {:.0}%).\n\n\
+         | LR |{names} peak logit baseline | peak logit qk-layernorm |\n|---|{}---|---|\n",
+        c.task.symbols,
+        c.task.seq_len(),
+        c.task.context_free_loss().unwrap_or(f64::NAN),
+        c.task.entropy_floor(),
+        c.model.block().d_model,
+        c.model.block().n_layers,
+        c.steps,
+        c.weight_decay,
+        100.0 * c.long_warmup,
+        "---|".repeat(curves.len())
+    );
+    let peak = |v: ProxyVariant, lr: f64| {
+        geometric_mean(
+            report
+                .proxies
+                .iter()
+                .filter(|r| r.variant == v && r.run.learning_rate == lr)
+                .map(|r| r.peak_attention_logit()),
+        )
+    };
+    for (i, &lr) in c.learning_rates.iter().enumerate() {
+        let losses: String = curves
+            .iter()
+            .map(|(_, l)| format!(" {:.3} |", l[i]))
+            .collect();
+        let _ = writeln!(
+            s,
+            "| {lr:e} |{losses} {:.1} | {:.1} |",
+            peak(ProxyVariant::Baseline, lr),
+            peak(ProxyVariant::QkLayernorm, lr)
+        );
+    }
+    s.push_str(
+        "\n![LR sensitivity](lr_sensitivity.png)\n\n![attention logits](attention_logits.png)\n\n",
+    );
+    s
+}
+
+/// Experiment D: the last model update per depth and placement.
+fn model_update_section(report: &DemoReport) -> String {
+    let c = &report.config.model_update;
+    let mut s = format!(
+        "## D. Model update against depth (DeepNet, Wang et al. 2022)\n\n‖ΔF‖ after the first of \
+         {} Adam steps at LR {:e}, {}-{}-{} models, GM over {} seeds.\n\n| N | Post-LN | DeepNorm |\n|---|---|---|\n",
+        c.steps,
+        c.learning_rate,
+        c.model.block().d_model,
+        c.model.block().d_ff,
+        c.model.block().n_heads,
+        c.seeds.len()
+    );
+    let post = super::deepnet::last_update_profile(report, Placement::Post);
+    let deep = super::deepnet::last_update_profile(report, Placement::DeepNorm);
+    for ((n, a), (_, b)) in post.iter().zip(&deep) {
+        let _ = writeln!(s, "| {n} | {a:.4} | {b:.4} |");
+    }
+    s.push_str("\n![model update](model_update.png)\n");
+    s
+}

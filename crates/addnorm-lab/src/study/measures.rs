@@ -1,0 +1,60 @@
+//! What the papers' claims and the plots read from the runs: per-layer gradient profiles
+//! (geometric means over seeds) and success rates of training runs.
+//!
+//! ```text
+//! profile_l   GM over seeds of pick(run)[l]        GM(v) = exp(mean(ln vᵢ)), vᵢ > 0
+//! success     no divergence and ≥ 99% exact accuracy at the end
+//! ```
+//!
+//! # Shapes
+//! A profile has one value per layer.
+
+use addnorm::nn::Placement;
+
+use crate::experiments::norm_kind::NormKind;
+use crate::experiments::probe::ProbeResult;
+use crate::experiments::sweep::SweepRun;
+use crate::stats::fit::geometric_mean;
+
+/// The second feed-forward weight's gradient norms of a run.
+pub fn w2(r: &ProbeResult) -> &Vec<f64> {
+    &r.grad_norms.w_2
+}
+
+/// Per-layer profile of one weight's gradient norm at `depth`, geometric mean over seeds.
+pub fn profile(
+    results: &[ProbeResult],
+    p: Placement,
+    n: NormKind,
+    depth: usize,
+    pick: fn(&ProbeResult) -> &Vec<f64>,
+) -> Vec<f64> {
+    let runs: Vec<&ProbeResult> = results
+        .iter()
+        .filter(|r| r.placement == p && r.norm == n && r.depth == depth)
+        .collect();
+    per_layer_gm(&runs, pick)
+}
+
+/// Per layer, the geometric mean over `runs` of `pick(run)[l]` (empty without runs).
+pub fn per_layer_gm<R>(runs: &[&R], pick: fn(&R) -> &Vec<f64>) -> Vec<f64> {
+    let len = runs.first().map_or(0, |r| pick(r).len());
+    (0..len)
+        .map(|l| geometric_mean(runs.iter().map(|r| pick(r)[l])))
+        .collect()
+}
+
+/// Whether each run of a (pair, warm-up) succeeded: no divergence and ≥ 99% exact
+/// accuracy at the end.
+pub fn successes(runs: &[SweepRun], p: Placement, n: NormKind, warmup: usize) -> Vec<bool> {
+    runs.iter()
+        .filter(|r| r.placement == p && r.norm == n && r.warmup == warmup)
+        .map(|r| !r.diverged && r.final_exact_accuracy >= 0.99)
+        .collect()
+}
+
+/// (successes, runs) of a (pair, warm-up); see [`successes`].
+pub fn success_rate(runs: &[SweepRun], p: Placement, n: NormKind, warmup: usize) -> (usize, usize) {
+    let group = successes(runs, p, n, warmup);
+    (group.iter().filter(|&&ok| ok).count(), group.len())
+}

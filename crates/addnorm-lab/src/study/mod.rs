@@ -1,0 +1,62 @@
+//! `addnorm demo`: quick versions of the study's experiments, checked against the published
+//! claims, with a Markdown report and PNG plots.
+//!
+//! ```text
+//! A        probe at init   (post, layer) (pre, layer) (pre, rms) (pre, dyt) (none, identity)
+//!                          × depths 6, 12, 24, 48 × seeds, W^Q = W^K = 0   (Theorem 1)
+//! Fig. 3   expected-gradient norms of W₁, W₂ per layer, L = 6, K = 32, 10 seeds, Xavier
+//!          W^Q/W^K; the same at L = 12, 24, 48 as an extension
+//! Lemma 2  Pre-LN residual growth, ReLU, d_ff = d, one head, W^Q = W^K = 0, 10 seeds
+//! B        training        the five pairs × warm-up {0, 100} × seeds at LR 1e-2, depth 6,
+//!                          and Peri-LN and ReZero without warm-up
+//! C        proxies         Wortsman et al. 2023 on the Markov language (crate::experiments::proxies),
+//!                          with §3.2.1's long warm-up
+//! D        model update    DeepNet Fig. 5, Post-LN vs DeepNorm, 6–96 layers
+//! claims   28, each with its source, setting, measured value, 95% interval and verdict
+//! ```
+//!
+//! Outputs in `--out`: `config.json`, `demo.json`, `report.md`, nine PNG plots
+//! (`gradient_per_layer`, `last_layer_vs_depth`, `loss_curves`, `residual_growth`,
+//! `figure_3`, `peri_ln`, `lr_sensitivity`, `attention_logits`, `model_update`), one JSON file per
+//! part ([`parts`]), and one run directory per training run of B and C under `runs/`.
+//! [`config::Profile`] picks the quick (5 minutes on 2 cores) or the `--full` profile.
+//!
+//! # Workers
+//! Any number of `addnorm demo` processes may share one `--out` (one machine, or several
+//! over NFS). Each part ([`parts::Part`]) and each run of B and C is claimed before it is
+//! computed ([`crate::runner::worker`], [`crate::runner::lease`]); a dead worker's part is taken
+//! over. The worker that finds every part finished writes the report; the others name the
+//! parts still held and exit 0. Rerunning the demo into the same `--out` reuses what is
+//! finished. Within a process, `--jobs` runs (and probe cells) go at once.
+//!
+//! One concept per file: [`config`] (what runs), [`parts`] (the claimed JSON parts),
+//! [`claim`] (the record of a claim), [`claims`] (the list of all), `xiong`, `peri_ln`,
+//! `wortsman` and `deepnet` (each paper's claims and statistics), [`measures`] (the
+//! profiles and success rates they read), [`record`] (what `demo.json` holds), [`driver`]
+//! (the worker that runs it), [`plots`], `plots_study` and [`markdown`] (how it is shown).
+//!
+//! # Shapes
+//! Not applicable: a driver over [`crate::experiments::probe`], [`crate::experiments::expected_gradient`],
+//! [`crate::experiments::train`](mod@crate::experiments::train) and [`crate::experiments::model_update`].
+
+pub mod claim;
+pub mod claims;
+pub mod config;
+mod deepnet;
+pub mod driver;
+mod layer_series;
+pub mod markdown;
+pub mod measures;
+pub mod parts;
+mod peri_ln;
+pub mod plots;
+mod plots_study;
+pub mod record;
+mod wortsman;
+mod xiong;
+
+pub use claim::{Claim, claims_table};
+pub use claims::evaluate_claims;
+pub use config::{DemoConfig, default_seeds};
+pub use driver::{DemoOptions, DemoOutcome, demo, demo_with};
+pub use record::DemoReport;

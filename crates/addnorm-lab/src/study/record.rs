@@ -1,0 +1,39 @@
+//! What `demo.json` holds: the configuration, every part's results and the claims.
+//!
+//! # Shapes
+//! Not applicable: a serialized record.
+
+use serde::{Deserialize, Serialize};
+
+use super::claim::Claim;
+use super::config::DemoConfig;
+use crate::experiments::expected_gradient::ExpectedGradientRun;
+use crate::experiments::model_update::ModelUpdateRun;
+use crate::experiments::probe::ProbeReport;
+use crate::experiments::proxies::ProxyRun;
+use crate::experiments::sweep::SweepRun;
+
+/// What `demo.json` holds.
+#[derive(Serialize, Deserialize, Clone, Debug)]
+pub struct DemoReport {
+    /// The configuration.
+    pub config: DemoConfig,
+    /// Experiment A.
+    pub probe: ProbeReport,
+    /// Experiment B's runs.
+    pub runs: Vec<SweepRun>,
+    /// Fig. 3 as published: one run per placement × seed at L = 6.
+    pub figure_3: Vec<ExpectedGradientRun>,
+    /// The same at L = 12, 24, 48.
+    pub figure_3_extension: Vec<ExpectedGradientRun>,
+    /// Lemma 2's probe in its own setting.
+    pub lemma_2: ProbeReport,
+    /// Experiment C's runs.
+    pub proxies: Vec<ProxyRun>,
+    /// Experiment D's runs.
+    pub model_update: Vec<ModelUpdateRun>,
+    /// The claims checked.
+    pub claims: Vec<Claim>,
+    /// Wall-clock seconds.
+    pub wall_seconds: f64,
+}
