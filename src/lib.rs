@@ -7,6 +7,8 @@
 //! - [`NormBackend`]: the backend bound the modules need; implemented for `NdArray`, every
 //!   CubeCL backend (`Wgpu`, `Cuda`, with or without fusion) and `Autodiff<B>`.
 //! - [`NormAutodiffBackend`]: the one bound generic training code needs.
+//! - [`KernelBackend`] and [`KernelAutodiffBackend`]: the same two traits under the names
+//!   the kernels crate gives them (every fused op, not only the norms, hangs from them).
 //! - [`backend`]: the backends enabled by this crate's features (`ndarray`, `wgpu`, `cuda`).
 //! - [`kernels`]: the fused kernels behind [`NormBackend`], with
 //!   [`kernels::composite::ForceComposite`] and the fused-call counters.
@@ -45,7 +47,7 @@ pub mod nn {
     pub use addnorm_nn::*;
 }
 
-pub use addnorm_kernels::{NormAutodiffBackend, NormBackend};
+pub use addnorm_kernels::{KernelAutodiffBackend, KernelBackend, NormAutodiffBackend, NormBackend};
 
 /// The compute layer: [`NormBackend`], the composite reference and the fused kernels.
 pub use addnorm_kernels as kernels;

@@ -1,4 +1,5 @@
-//! Runs the fused norm and DyT kernels on `NdArray` tensors: picks the element type from
+//! The fused norm and DyT kernels on `NdArray`: [`RowNormBackend`]'s overrides for every
+//! `NdArray<E, I, Q>`, which run the kernels on its tensors: picks the element type from
 //! the tensor's runtime dtype (f32 or f64; anything else goes back to the composite path),
 //! reads the data without a copy when it is contiguous (a transposed or sliced view is
 //! gathered into row-major order first, [`crate::cpu::ndarray`]), and expands a scalar or
@@ -10,15 +11,18 @@
 use std::borrow::Cow;
 
 use burn::backend::ndarray::NdArrayTensor;
-use burn::tensor::TensorMetadata;
+use burn::tensor::ops::FloatTensor;
+use burn::tensor::{Shape, TensorMetadata};
 
+use super::backend::RowNormBackend;
 use super::cpu::backward::{backward, backward_in_place};
 use super::cpu::dyt;
 use super::cpu::forward::forward;
 use super::cpu::plan::RowPlan;
+use super::fused::{FusedDynamicTanhGrads, FusedNormForward, FusedNormGrads, RowStatistics};
 use super::spec::RowNormSpec;
 use crate::cpu::memory::zeroed_output;
-use crate::cpu::ndarray::{NdArrayReal, with_gradient_buffer};
+use crate::cpu::ndarray::{NdArrayBackend, NdArrayReal, with_gradient_buffer};
 use crate::cpu::real::sum_map;
 
 /// `[rows, n]` when the tensor is a non-empty matrix.
@@ -258,6 +262,73 @@ fn per_parameter<E: NdArrayReal>(per_feature: Vec<E>, features: usize, n: usize)
         E::tensor(vec![sum_map(&per_feature, |v| v)], vec![1])
     } else {
         E::tensor(per_feature, vec![n])
+    }
+}
+
+/// The fused [CPU kernels](super::cpu) on every `NdArray<E, I, Q>`: the overrides call the
+/// functions above, which return `None` (composite path) for what they do not handle.
+impl<B: NdArrayBackend> RowNormBackend for B {
+    fn fused_norm_rows(
+        x: &FloatTensor<Self>,
+        gamma: Option<&FloatTensor<Self>>,
+        beta: Option<&FloatTensor<Self>>,
+        spec: &RowNormSpec,
+    ) -> Option<FusedNormForward<Self>> {
+        fused_forward(x, gamma, beta, spec).map(|(output, shift, rstd)| FusedNormForward {
+            output,
+            statistics: RowStatistics { shift, rstd },
+        })
+    }
+
+    fn reshape_rows(x: FloatTensor<Self>, shape: Shape) -> FloatTensor<Self> {
+        crate::cpu::ndarray::reshape_without_copy(x, &shape).unwrap_or_else(|x| {
+            <Self as burn::tensor::ops::FloatTensorOps<Self>>::float_reshape(x, shape)
+        })
+    }
+
+    fn fused_norm_rows_backward(
+        x: &FloatTensor<Self>,
+        gamma: Option<&FloatTensor<Self>>,
+        beta_features: Option<usize>,
+        statistics: &RowStatistics<Self>,
+        grad_output: FloatTensor<Self>,
+        spec: &RowNormSpec,
+    ) -> FusedNormGrads<Self> {
+        let (x, gamma, beta) = fused_backward(
+            x,
+            gamma,
+            beta_features,
+            (&statistics.shift, &statistics.rstd),
+            grad_output,
+            spec,
+        );
+        FusedNormGrads { x, gamma, beta }
+    }
+
+    fn fused_dynamic_tanh(
+        x: &FloatTensor<Self>,
+        alpha: &FloatTensor<Self>,
+        gamma: Option<&FloatTensor<Self>>,
+        beta: Option<&FloatTensor<Self>>,
+    ) -> Option<FloatTensor<Self>> {
+        fused_dynamic_tanh(x, alpha, gamma, beta)
+    }
+
+    fn fused_dynamic_tanh_backward(
+        x: &FloatTensor<Self>,
+        alpha: &FloatTensor<Self>,
+        gamma: Option<&FloatTensor<Self>>,
+        beta_features: Option<usize>,
+        grad_output: FloatTensor<Self>,
+    ) -> FusedDynamicTanhGrads<Self> {
+        let (x, alpha, gamma, beta) =
+            fused_dynamic_tanh_backward(x, alpha, gamma, beta_features, grad_output);
+        FusedDynamicTanhGrads {
+            x,
+            alpha,
+            gamma,
+            beta,
+        }
     }
 }
 

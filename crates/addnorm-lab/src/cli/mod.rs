@@ -6,7 +6,7 @@
 //!
 //! One concept per file: [`command_line`] (the commands), [`args`] (the arguments of each
 //! and the configurations they build), [`parse`] (the value parsers), [`plan`] (a command
-//! with its configuration, built once), [`commands`] (running them), [`print`](mod@print) (what they
+//! with its configuration, built once, and running it), [`print`](mod@print) (what they
 //! print) and [`dispatch`] (the backend chosen at run time).
 //!
 //! # Shapes
@@ -14,7 +14,6 @@
 
 pub mod args;
 pub mod command_line;
-pub mod commands;
 pub mod dispatch;
 pub mod parse;
 pub mod plan;
@@ -72,15 +71,17 @@ fn backend(command: &Command) -> Option<Kind> {
     }
 }
 
-/// Every check, before any work: a missing driver would otherwise panic inside Burn's
-/// device thread, a task the generator cannot pose would panic in it, a run too large for
-/// the machine would abort in an allocation, and an unwritable --out would lose a finished
-/// run. The configuration is built once, after the task's check.
+/// Every check, before any work: a task the generator cannot pose would panic in it, a run
+/// too large for the machine would abort in an allocation, a missing driver would panic
+/// inside Burn's device thread, and an unwritable --out would lose a finished run. The
+/// arguments are checked before the machine, so a bad argument is named as such on any
+/// machine, with or without a GPU driver. The configuration is built once, after the
+/// task's check.
 fn checked_plan(command: &Command) -> Result<Plan<'_>, String> {
-    backend(command).map_or(Ok(()), |b| b.check_available())?;
     check_task(command)?;
     let plan = Plan::of(command);
     check_cost(&plan)?;
+    backend(command).map_or(Ok(()), |b| b.check_available())?;
     check_writable(plan.out())?;
     Ok(plan)
 }

@@ -1,9 +1,10 @@
 //! A command with its configuration built once ([`Plan`]): the cost check reads that
-//! configuration, and the command runs it.
+//! configuration, and [`Plan::run`] runs it: the lab's code on the named backend, the
+//! outcome printed, and the exit code returned (0 done, 1 diverged, 2 refused).
 //!
 //! ```text
 //! arguments ──Plan::of──▶ configuration ──largest_run──▶ cost check
-//!                              └──────────run──────────▶ commands
+//!                              └──────────run──────────▶ train, probe, sweep, demo
 //! ```
 //!
 //! # Shapes
@@ -13,12 +14,13 @@ use std::path::Path;
 
 use super::args::{DemoArgs, MergeArgs, ProbeArgs, ReportArgs, SweepArgs, TrainArgs};
 use super::command_line::Command;
-use super::commands;
-use crate::error::LabError;
+use super::dispatch::with_backend;
+use crate::error::{LabError, write_json};
 use crate::experiments::probe::ProbeConfig;
-use crate::experiments::sweep::SweepConfig;
-use crate::experiments::train::TrainConfig;
-use crate::study::DemoConfig;
+use crate::experiments::sweep::{SweepConfig, sweep as run_sweep};
+use crate::experiments::train::{TrainConfig, TrainOptions};
+use crate::runner::config_diff::adopt_config;
+use crate::study::{DemoConfig, demo_with};
 
 /// A command and the configuration it runs.
 pub enum Plan<'a> {
@@ -80,12 +82,82 @@ impl<'a> Plan<'a> {
     /// What the command fails with.
     pub fn run(&self) -> Result<i32, LabError> {
         match self {
-            Plan::Train(a, config) => commands::train(a, config),
-            Plan::Probe(a, config) => commands::probe(a, config),
-            Plan::Sweep(a, config) => commands::sweep(a, config),
-            Plan::Demo(a, config) => commands::demo(a, config),
+            Plan::Train(a, config) => train(a, config),
+            Plan::Probe(a, config) => probe(a, config),
+            Plan::Sweep(a, config) => sweep(a, config),
+            Plan::Demo(a, config) => demo(a, config),
             Plan::Report(a) => crate::runner::collect::run(&a.out),
             Plan::Merge(a) => crate::runner::merge::run(&a.dirs, &a.out),
         }
     }
+}
+
+/// `addnorm train`: trains `config`.
+fn train(args: &TrainArgs, config: &TrainConfig) -> Result<i32, LabError> {
+    let options = TrainOptions {
+        resume: args.resume,
+        progress: true,
+        inject_nan_at: args.inject_nan_at,
+    };
+    let out = &args.common.out;
+    let summary = crate::runner::jobs::on_own_pool(None, || {
+        with_backend!(config.model.backend, |B, device| {
+            crate::experiments::train::train::<B>(config, out, &options, &device)
+        })
+    })?;
+    if let Some(d) = &summary.diverged {
+        super::print::print_divergence(d, out);
+        return Ok(1);
+    }
+    super::print::print_trained(&summary, out);
+    Ok(0)
+}
+
+/// `addnorm probe`: measures `config`.
+fn probe(args: &ProbeArgs, config: &ProbeConfig) -> Result<i32, LabError> {
+    let out = &args.common.out;
+    write_json(&out.join("config.json"), config)?;
+    let report = with_backend!(config.model.backend, |B, device| {
+        crate::experiments::probe::probe::<B>(config, Some(out), true, &device)
+    })?;
+    super::print::print_probe(&report, out);
+    Ok(0)
+}
+
+/// `addnorm sweep`: runs this worker's share of the grid and prints the tables once every
+/// run is finished.
+fn sweep(args: &SweepArgs, config: &SweepConfig) -> Result<i32, LabError> {
+    let out = args.out();
+    if let Some(d) = adopt_config(config, out)? {
+        eprintln!(
+            "error: --out {} holds a sweep of another configuration ({d}); use another --out",
+            out.display()
+        );
+        return Ok(2);
+    }
+    let options = args.options();
+    let outcome = with_backend!(config.model.backend, |B, device| {
+        run_sweep::<B>(config, out, &options, &device)
+    })?;
+    super::print::print_sweep_outcome(&outcome, out);
+    Ok(0)
+}
+
+/// `addnorm demo`: runs this worker's share of `config`.
+fn demo(args: &DemoArgs, config: &DemoConfig) -> Result<i32, LabError> {
+    let options = args.options();
+    let out = args.out();
+    if let Some(d) = adopt_config(config, out)? {
+        eprintln!(
+            "error: --out {} holds a demo of another configuration ({d}); use another --out \
+             or the same flags",
+            out.display()
+        );
+        return Ok(2);
+    }
+    let outcome = with_backend!(config.backend(), |B, device| {
+        demo_with::<B>(config, out, &options, &device)
+    })?;
+    super::print::print_demo_outcome(&outcome, out);
+    Ok(0)
 }

@@ -119,7 +119,7 @@ impl Lines {
     /// the end (the end has the summary); [`Progress::inc`] prints it unless the last line
     /// is more recent than [`QUIET`].
     fn line_at(&self, done: usize) -> Option<String> {
-        if done % self.every != 0 || done >= self.len {
+        if !done.is_multiple_of(self.every) || done >= self.len {
             return None;
         }
         let elapsed = self.started.elapsed();

@@ -5,10 +5,10 @@
 //! and far enough apart not to overlap.
 
 use addnorm::backend::ndarray::{AutodiffBackend as B, device};
+use addnorm_lab::plot::{Chart, Figure, Tick, Values};
+use addnorm_lab::runner::jobs::JobPlan;
 use addnorm_lab::study::plots::figures;
 use addnorm_lab::study::{DemoOptions, demo_with};
-use addnorm_lab::runner::jobs::JobPlan;
-use addnorm_lab::plot::{Chart, Figure, Tick, Values};
 
 use super::TempDir;
 use super::demo_workers::tiny_demo;

@@ -2,8 +2,8 @@
 //! the plots in `docs/demo/` (every one the demo writes, rebuilt by the documented command)
 //! and the generated line that names the run they come from.
 
-use addnorm_lab::study::default_seeds;
 use addnorm_lab::runner::jobs::JobPlan;
+use addnorm_lab::study::default_seeds;
 
 fn workspace_file(path: &str) -> String {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
