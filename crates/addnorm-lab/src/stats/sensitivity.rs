@@ -1,14 +1,20 @@
-//! LR sensitivity as Wortsman et al. 2023 define it (§3.1): how much a configuration's
-//! final loss suffers over a learning-rate grid, relative to the best loss of any
-//! configuration compared.
+//! LR sensitivity as Wortsman et al. 2023 define it (§2.2): how far a configuration's final
+//! loss falls short of its own best over a learning-rate grid.
 //!
 //! ```text
 //! v(η, s)   = ℓ₀(s)                   if seed s diverged at LR η
 //!             min(ℓ(η, s), ℓ₀(s))     otherwise
 //! ℓ(η)      = mean_s v(η, s)           (the loss-vs-LR curve)
-//! ℓ*        = min over every compared configuration and η of ℓ(η)
+//! ℓ*        = min_η ℓ(η)               (this configuration's best LR)
 //! S         = mean_η [ ℓ(η) − ℓ* ]      (lower is more robust)
 //! ```
+//!
+//! ℓ* belongs to the configuration: §2.2 defines it for one training algorithm 𝒜,
+//! `ℓ* = min_{η∈[a,b]} ℓ(𝒜(η))`, and `S = E_η[min(ℓ(𝒜(η)), ℓ₀) − ℓ*]`. Comparing two
+//! configurations compares the shapes of their own curves, not their losses: with one ℓ*
+//! shared across them, S_a − S_b would be a difference of mean losses. (An earlier version
+//! shared ℓ*; that was not the paper's statistic.) The paper's App. B adds that S is blind
+//! to a model that learns nothing at every LR (S = 0), so read it beside the curves.
 //!
 //! ℓ(η, s) is the final *validation* loss and ℓ₀(s) the validation loss of the initial
 //! model, so both sides of the min measure the same thing. A configuration that diverges at
@@ -108,19 +114,22 @@ fn per_cell<T>(learning_rates: &[f64], seeds: &[u64], cell: impl Fn(f64, u64) ->
         .collect()
 }
 
-/// The sensitivities S of `tables`, against their shared ℓ*, on the seed columns `seeds`.
-pub fn sensitivities(tables: &[&LossTable], seeds: &[usize]) -> Vec<f64> {
-    let curves: Vec<Vec<f64>> = tables.iter().map(|t| t.curve(seeds)).collect();
-    let best = curves
+/// S of `table` on the seed columns `seeds`, against its own best ℓ* (§2.2); NaN when a
+/// seed column is missing at some η.
+pub fn sensitivity(table: &LossTable, seeds: &[usize]) -> f64 {
+    let curve = table.curve(seeds);
+    let best = curve
         .iter()
-        .flatten()
         .copied()
         .filter(|v| !v.is_nan())
         .fold(f64::INFINITY, f64::min);
-    curves
-        .iter()
-        .map(|c| c.iter().map(|l| l - best).sum::<f64>() / c.len() as f64)
-        .collect()
+    curve.iter().map(|l| l - best).sum::<f64>() / curve.len() as f64
+}
+
+/// The sensitivities S of `tables`, each against its own ℓ*, on the seed columns `seeds`
+/// (the same columns for every table, so a bootstrap resample pairs the seeds).
+pub fn sensitivities(tables: &[&LossTable], seeds: &[usize]) -> Vec<f64> {
+    tables.iter().map(|t| sensitivity(t, seeds)).collect()
 }
 
 #[cfg(test)]
@@ -149,15 +158,51 @@ mod tests {
         // ℓ(1e-3) = 0.6, ℓ(1e-2) = (1.0 + ℓ₀ = 2.0)/2 = 1.5: the diverged seed counts as ℓ₀.
         assert_eq!(t_good.curve(&t_good.all_seeds()), vec![0.6, 1.5]);
         let s = sensitivities(&[&t_good, &t_bad], &[0, 1]);
-        // ℓ* = 0.6 over both: S_good = (0 + 0.9)/2, S_bad = ℓ₀ − ℓ* = 1.4.
-        assert!(
-            (s[0] - 0.45).abs() < 1e-12 && (s[1] - 1.4).abs() < 1e-12,
-            "{s:?}"
-        );
+        // Each against its own ℓ*: S_good = (0 + (1.5 − 0.6))/2; t_bad's curve is ℓ₀ at
+        // every η, so its own S is 0 (App. B: S cannot see a model that never trains).
+        assert!((s[0] - 0.45).abs() < 1e-12 && s[1] == 0.0, "{s:?}");
         assert_eq!(t_good.largest_stable_lr(), Some(1e-3));
         assert_eq!(t_bad.largest_stable_lr(), None);
         // A final loss above ℓ₀ is capped at ℓ₀; a missing run is NaN.
         assert_eq!(run(3.0, false).unwrap().capped(), 2.0);
         assert!(LossTable::new(&lrs, &seeds, |_, _| None).capped[0][0].is_nan());
+    }
+
+    #[test]
+    fn each_configuration_is_measured_against_its_own_best_lr() {
+        // Two configurations with curves of the same shape, one lower by 0.5 everywhere.
+        // A shared ℓ* (0.5, the lower curve's best) would give S 0.5 and 1.0, a difference of
+        // mean losses; per configuration (§2.2) both are 0.5.
+        let lrs = [1e-3, 1e-2, 1e-1];
+        let low = LossTable::new(&lrs, &[0], |lr, _| {
+            let l = if lr == 1e-2 { 0.5 } else { 1.25 };
+            Some(RunLoss {
+                final_loss: l,
+                initial_loss: 3.0,
+                diverged: false,
+            })
+        });
+        let high = LossTable::new(&lrs, &[0], |lr, _| {
+            let l = if lr == 1e-2 { 1.0 } else { 1.75 };
+            Some(RunLoss {
+                final_loss: l,
+                initial_loss: 3.0,
+                diverged: false,
+            })
+        });
+        assert_eq!(sensitivities(&[&low, &high], &[0]), vec![0.5, 0.5]);
+        assert_eq!(sensitivity(&high, &[0]), 0.5);
+        // A seed column resampled twice counts twice.
+        let two = LossTable::new(&lrs, &[0, 1], |lr, s| {
+            let l = if (lr == 1e-2) == (s == 0) { 0.0 } else { 1.5 };
+            Some(RunLoss {
+                final_loss: l,
+                initial_loss: 3.0,
+                diverged: false,
+            })
+        });
+        // Columns [0, 0]: curve 1.5, 0, 1.5 → S = 1; all seeds: 0.75 flat → S = 0.
+        assert_eq!(sensitivity(&two, &[0, 0]), 1.0);
+        assert_eq!(sensitivity(&two, &[0, 1]), 0.0);
     }
 }

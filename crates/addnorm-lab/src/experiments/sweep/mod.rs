@@ -11,7 +11,8 @@
 //! LR sensitivity           E_η[ ℓ(η) − ℓ* ] over the LR grid (Wortsman et al. 2023,
 //!                          crate::stats::sensitivity): ℓ(η) the mean over seeds of min(final
 //!                          validation loss, ℓ₀), a diverged seed counting as ℓ₀, the
-//!                          initial validation loss; ℓ* the best ℓ(η) of every configuration
+//!                          initial validation loss; ℓ* the configuration's own best ℓ(η)
+//!                          (§2.2)
 //! ```
 //!
 //! Each run lives in `runs/<name>/`; a run whose `summary.json` is complete is reused, and
