@@ -32,8 +32,9 @@
 //! One concept per file: [`config`] (what runs), [`parts`] (the claimed JSON parts),
 //! [`claim`] (the record of a claim), [`claims`] (the list of all), `xiong`, `peri_ln`,
 //! `wortsman` and `deepnet` (each paper's claims and statistics), [`measures`] (the
-//! profiles and success rates they read), [`record`] (what `demo.json` holds), [`driver`]
-//! (the worker that runs it), [`plots`], `plots_study` and [`markdown`] (how it is shown).
+//! profiles and success rates they read), [`record`] (what `demo.json` holds), [`registry`]
+//! (the claims registered in `claims.toml`, with their rules), [`verdict`] (the one decision
+//! rule: three verdicts from a 95% interval), [`driver`] (the worker that runs it), [`plots`], `plots_study` and [`markdown`] (how it is shown).
 //!
 //! # Shapes
 //! Not applicable: a driver over [`crate::experiments::probe`], [`crate::experiments::expected_gradient`],
@@ -52,6 +53,8 @@ mod peri_ln;
 pub mod plots;
 mod plots_study;
 pub mod record;
+pub mod registry;
+pub mod verdict;
 mod wortsman;
 mod xiong;
 
