@@ -23,7 +23,8 @@
 //!
 //! # Example
 //! ```
-//! use addnorm::backend::{Backend, device};
+//! # #[cfg(feature = "ndarray")] {
+//! use addnorm::backend::ndarray::{Backend, device};
 //! use addnorm::nn::{LayerNormConfig, Variance, EpsilonPlacement, Affine};
 //! use burn::tensor::{Tensor, TensorData, Tolerance};
 //!
@@ -38,6 +39,7 @@
 //!     &TensorData::from([[-1.1619, -0.3873, 0.3873, 1.1619]]),
 //!     Tolerance::absolute(1e-4),
 //! );
+//! # }
 //! ```
 
 pub mod backend;

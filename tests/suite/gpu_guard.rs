@@ -90,3 +90,96 @@ fn the_scan_finds_a_direct_device() {
         ["escape.rs:2: let device = addnorm::backend::wgpu::device();"]
     );
 }
+
+/// What a doc example must not name: a device built directly, or the *preferred* backend
+/// (`addnorm::backend::{Backend, AutodiffBackend, device}`), which is wgpu in the README's
+/// test build (`--features wgpu`) and so needs a driver. Examples name
+/// `addnorm::backend::ndarray` instead.
+const IN_EXAMPLES: [&str; 5] = [
+    "addnorm::backend::{Backend",
+    "addnorm::backend::{AutodiffBackend",
+    "addnorm::backend::device()",
+    "addnorm::backend::Backend",
+    "addnorm::backend::AutodiffBackend",
+];
+
+/// Every line of a doc example (`//!` or `///` comments; fenced code in Markdown) in
+/// `text` that names a GPU device or the preferred backend, as `name:line: text`.
+fn example_escapes(name: &str, text: &str) -> Vec<String> {
+    let markdown = name.ends_with(".md");
+    let mut in_fence = false;
+    let mut found = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let trimmed = line.trim_start();
+        let example = if markdown {
+            if trimmed.starts_with("```") {
+                in_fence = !in_fence;
+                continue;
+            }
+            in_fence.then_some(trimmed)
+        } else {
+            trimmed
+                .strip_prefix("//!")
+                .or_else(|| trimmed.strip_prefix("///"))
+        };
+        let Some(code) = example else { continue };
+        if DIRECT.iter().chain(&IN_EXAMPLES).any(|p| code.contains(p)) {
+            found.push(format!("{name}:{}: {}", i + 1, line.trim()));
+        }
+    }
+    found
+}
+
+#[test]
+fn no_doc_example_runs_on_the_preferred_backend() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    for dir in [
+        "src",
+        "crates/addnorm-kernels/src",
+        "crates/addnorm-nn/src",
+        "crates/addnorm-lab/src",
+    ] {
+        rust_files(&root.join(dir), &mut files);
+    }
+    assert!(files.len() > 50, "found only {} sources", files.len());
+    let mut found = Vec::new();
+    for file in &files {
+        let name = file
+            .strip_prefix(root)
+            .unwrap_or(file)
+            .display()
+            .to_string();
+        found.extend(example_escapes(
+            &name,
+            &std::fs::read_to_string(file).unwrap(),
+        ));
+    }
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    found.extend(example_escapes("README.md", &readme));
+    assert!(
+        found.is_empty(),
+        "doc examples that need a GPU driver under --features wgpu (use \
+         addnorm::backend::ndarray):\n{}",
+        found.join("\n")
+    );
+}
+
+/// The example scan finds the preferred backend in a doc comment and in fenced Markdown,
+/// and leaves prose and the ndarray backend alone.
+#[test]
+fn the_example_scan_finds_the_preferred_backend() {
+    let rust = "/// use addnorm::backend::ndarray::{Backend, device};\n\
+                //! use addnorm::backend::{Backend, device};\n\
+                let x = 1; // addnorm::backend::{Backend, device} in code is the tests' scan\n";
+    assert_eq!(
+        example_escapes("a.rs", rust),
+        ["a.rs:2: //! use addnorm::backend::{Backend, device};"]
+    );
+    let markdown = "Prose names `addnorm::backend::{Backend, device}`.\n```rust\n\
+                    let d = addnorm::backend::device();\n```\n";
+    assert_eq!(
+        example_escapes("R.md", markdown),
+        ["R.md:3: let d = addnorm::backend::device();"]
+    );
+}
