@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Rebuilds docs/demo/ (the README's plots and the full report) from a fresh run of the
-# README's main command, and the README's generated facts (seeds, jobs, wall time, claims
-# reproduced) from that run. Run it from the repository root on an otherwise idle machine:
+# README's main command, and the README's generated parts (seeds, wall time, verdicts by
+# kind, the claims table) from that run. Run it from the repository root on an otherwise idle machine:
 #
 #   bash docs/rebuild-demo.sh            # the default demo, as `cargo run --release -- demo`
 #   bash docs/rebuild-demo.sh --full     # extra flags go to `addnorm demo`
@@ -14,7 +14,7 @@ rm -rf "$out"
 cargo build --release --bin addnorm
 log=$(mktemp)
 target/release/addnorm demo --out "$out" "$@" 2>&1 | tee "$log"
-line=$(grep -E '^[0-9]+/[0-9]+ claims reproduced in [0-9]+ s' "$log" | tail -1)
+line=$(grep -E '^Claims: .*\. In [0-9]+ s\.' "$log" | tail -1)
 seeds=$(sed -n 's/.*Seeds \[\([^]]*\)\].*/\1/p' "$out/report.md" | head -1 | tr ',' '\n' | grep -c .)
 cores=$(nproc)
 mkdir -p docs/demo
@@ -22,9 +22,11 @@ rm -f docs/demo/*.png
 cp "$out"/*.png "$out/report.md" docs/demo/
 generated="Last rebuilt on $(date -u +%Y-%m-%d) by \`bash docs/rebuild-demo.sh${*:+ $*}\` on $cores cores: \
 $seeds seeds; ${line%%. Report*}. The full report: [docs/demo/report.md](docs/demo/report.md)."
-awk -v text="$generated" '
+awk -v text="$generated" -v table="$out/claims.md" '
   /<!-- rebuild-demo: begin -->/ { print; print text; skip = 1; next }
   /<!-- rebuild-demo: end -->/ { skip = 0 }
+  /<!-- claims-table: begin -->/ { print; while ((getline line < table) > 0) print line; skip = 1; next }
+  /<!-- claims-table: end -->/ { skip = 0 }
   !skip { print }
 ' README.md > README.md.new
 mv README.md.new README.md

@@ -36,7 +36,6 @@ fn main() {
     .expect("no other worker shares the directory");
     let seconds = started.elapsed().as_secs_f64();
     let steps: usize = report.runs.iter().map(|r| r.losses.len()).sum();
-    let reproduced = report.claims.iter().filter(|c| c.reproduced).count();
     println!(
         "addnorm demo, quick configuration, ndarray, {threads} threads available, --jobs {}, \
          {seeds} seeds",
@@ -55,8 +54,8 @@ fn main() {
         report.runs.len()
     );
     println!(
-        "| claims reproduced | {reproduced}/{} |",
-        report.claims.len()
+        "| verdicts | {} |",
+        addnorm_lab::study::claim::headline(&report.claims)
     );
     println!(
         "{}",

@@ -82,10 +82,9 @@ pub fn print_demo_outcome(outcome: &DemoOutcome, out: &Path) {
     match &outcome.report {
         Some(report) => {
             println!("{}", claims_table(&report.claims));
-            let reproduced = report.claims.iter().filter(|c| c.reproduced).count();
             println!(
-                "{reproduced}/{} claims reproduced in {:.0} s. Report: {}",
-                report.claims.len(),
+                "Claims: {}. In {:.0} s. Report: {}",
+                crate::study::claim::headline(&report.claims),
                 report.wall_seconds,
                 out.join("report.md").display()
             );

@@ -1,23 +1,125 @@
-//! The list of every claim the demo checks, by source: `xiong` (Xiong et al. 2020),
-//! `peri_ln` (Kim et al. 2025), `wortsman` (Wortsman et al. 2023) and `deepnet` (Wang et
-//! al. 2022). Each paper's file computes its own; a [`Claim`] is a record of [`super::claim`].
+//! Every claim the demo checks, by source: `xiong` (Xiong et al. 2020), `peri_ln` (Kim et
+//! al. 2025), `wortsman` (Wortsman et al. 2023) and `deepnet` (Wang et al. 2022). Each
+//! paper's file measures its claims ([`Measurement`]); here each is decided by its entry in
+//! the registry ([`Registry`], `claims.toml`), the only place that holds rules.
 //!
 //! ```text
-//! interval   seed-bootstrap 95% percentile interval (crate::stats::sample), 2000 resamples
+//! interval   exact (Clopper–Pearson) for success rates; otherwise the seed bootstrap's 95%
+//!            percentile interval (crate::stats::sample), 2000 resamples
+//! verdict    the registered rule read against the whole interval (super::verdict)
 //! ```
+//!
+//! Registered claims the demo does not measure yet are listed in [`NOT_RUN`], each with
+//! what it needs; the report names them, and a test keeps the two lists and the registry
+//! in step.
 //!
 //! # Shapes
 //! Not applicable: statistics over run summaries.
 
-use super::claim::Claim;
+use super::claim::{Claim, Measurement};
 use super::record::DemoReport;
+use super::registry::Registry;
 
-/// Every claim the demo checks, in report order: Xiong et al. (Theorem 1, Fig. 3,
+/// Registered claims the demo does not measure yet, with the run each needs.
+pub const NOT_RUN: &[(&str, &str)] = &[
+    (
+        "xiong-fig3-postln-grows-paper-width",
+        "Fig. 3 at the paper's widths (d = 512, d_ff = 1024, 4 heads)",
+    ),
+    (
+        "xiong-fig3-preln-flat-paper-width",
+        "Fig. 3 at the paper's widths (d = 512, d_ff = 1024, 4 heads)",
+    ),
+    (
+        "xiong-fig2-no-warmup-fails-at-both-lrs",
+        "Fig. 2's grid: Post-LN over warm-up length × peak LR",
+    ),
+    (
+        "xiong-fig2-short-warmup-hurts-at-high-lr",
+        "Fig. 2's grid: Post-LN over warm-up length × peak LR",
+    ),
+    (
+        "xiong-app-h-small-lr-beats-large-lr-without-warmup",
+        "App. H: Post-LN at a tenth of the LR without warm-up",
+    ),
+    (
+        "xiong-app-h-small-lr-slower-than-warmup",
+        "App. H: Post-LN at a tenth of the LR without warm-up",
+    ),
+    (
+        "xiong-s4-preln-faster-than-postln",
+        "§4: steps to the target, Pre-LN against Post-LN with warm-up",
+    ),
+    (
+        "rezero-converges-faster-than-vanilla",
+        "ReZero's headline: steps to the target against the vanilla model",
+    ),
+    (
+        "ext-rezero-converges-faster-than-preln",
+        "ReZero's steps to the target against Pre-LN",
+    ),
+    (
+        "periln-divergence-vs-lr",
+        "Peri-LN and Pre-LN over an LR grid, counting divergences",
+    ),
+    (
+        "wortsman-fig1-sensitivity-grows-with-size-baseline",
+        "Fig. 1: LR sensitivity at three or more model sizes",
+    ),
+    (
+        "wortsman-fig1-sensitivity-grows-with-size-qkln",
+        "Fig. 1: LR sensitivity at three or more model sizes",
+    ),
+    (
+        "wortsman-s311-divergence-lr-falls-with-size",
+        "Fig. 1: LR sensitivity at three or more model sizes",
+    ),
+    (
+        "wortsman-fig5-warmup-effect-larger-for-larger-models",
+        "Fig. 5: warm-up lengths at several sizes",
+    ),
+    (
+        "wortsman-fig6-independent-decay-lowers-sensitivity",
+        "Fig. 6: coupled against independent weight decay over the LR grid",
+    ),
+    (
+        "wortsman-fig3-zloss-lowers-sensitivity",
+        "Fig. 3: no weight decay, with and without z-loss, over the LR grid",
+    ),
+    (
+        "deepnet-s43-sgd-deepnorm-update-bounded",
+        "the model update after one SGD step, DeepNet's analysis",
+    ),
+    (
+        "deepnet-s43-sgd-postln-update-grows",
+        "the model update after one SGD step, DeepNet's analysis",
+    ),
+];
+
+/// Every measurement the demo makes, in report order: Xiong et al. (Theorem 1, Fig. 3,
 /// Lemma 2, §3.2), Peri-LN, Wortsman et al., DeepNet.
+pub fn measurements(report: &DemoReport) -> Vec<Measurement> {
+    let mut all = super::xiong::claims(report);
+    all.extend(super::peri_ln::claims(report));
+    all.extend(super::wortsman::claims(report));
+    all.extend(super::deepnet::claims(report));
+    all
+}
+
+/// Every claim the demo checks, decided by the built-in registry. A measurement whose id
+/// the registry lacks (an extension depth no profile runs by default) is left out, with a
+/// line on standard error.
 pub fn evaluate_claims(report: &DemoReport) -> Vec<Claim> {
-    let mut claims = super::xiong::claims(report);
-    claims.extend(super::peri_ln::claims(report));
-    claims.extend(super::wortsman::claims(report));
-    claims.extend(super::deepnet::claims(report));
-    claims
+    let registry = Registry::embedded();
+    measurements(report)
+        .into_iter()
+        .filter(|m| {
+            let known = registry.get(&m.id).is_some();
+            if !known {
+                eprintln!("note: claim {:?} is not in claims.toml; left out", m.id);
+            }
+            known
+        })
+        .map(|m| Claim::decide(m, &registry))
+        .collect()
 }

@@ -184,6 +184,7 @@ fn read_report(config: &DemoConfig, out: &Path, wall_seconds: f64) -> Result<Dem
         proxies: finished_proxies(config, out)?,
         model_update: read_json(&Part::ModelUpdate.path(out))?,
         claims: vec![],
+        registry_hash: super::registry::Registry::content_hash(),
         wall_seconds,
     };
     report.claims = evaluate_claims(&report);
@@ -242,6 +243,11 @@ where
     write_json(&out.join("demo.json"), &report)?;
     std::fs::write(out.join("report.md"), super::markdown::markdown(&report))
         .map_err(|e| LabError::io(out.join("report.md"), e))?;
+    std::fs::write(
+        out.join("claims.md"),
+        super::claim::summary_table(&report.claims),
+    )
+    .map_err(|e| LabError::io(out.join("claims.md"), e))?;
     Ok(DemoOutcome {
         computed,
         report: Some(Box::new(report)),

@@ -10,7 +10,8 @@ use std::fmt::Write as _;
 
 use addnorm::nn::Placement;
 
-use super::claim::claims_table;
+use super::claim::{claims_table, headline};
+use super::claims::NOT_RUN;
 use super::config::label;
 use super::measures::success_rate;
 use super::record::DemoReport;
@@ -29,7 +30,8 @@ pub fn markdown(report: &DemoReport) -> String {
     let _ = writeln!(
         s,
         "Backend `{}`, profile `{:?}`, {:.0} s. Task: reverse, n = {}, {} symbols. Seeds {:?} \
-         (Fig. 3 and Lemma 2: 10). Intervals are seed-bootstrap 95% percentile intervals.\n",
+         (Fig. 3 and Lemma 2: 10). Intervals are 95%: exact (Clopper–Pearson) for success rates, seed-bootstrap percentile \
+         intervals otherwise.\n",
         c.backend().name(),
         c.profile,
         report.wall_seconds,
@@ -37,7 +39,24 @@ pub fn markdown(report: &DemoReport) -> String {
         c.probe.task.symbols,
         c.seeds
     );
-    let _ = writeln!(s, "## Claims\n\n{}", claims_table(&report.claims));
+    let _ = writeln!(
+        s,
+        "## Claims\n\n{}. Each verdict reads the claim's registered rule (`claims.toml`, content \
+         hash `{}`) against the whole 95% interval: reproduced if all of it satisfies the rule, \
+         not reproduced if none of it does, inconclusive otherwise.\n\n{}",
+        headline(&report.claims),
+        report.registry_hash,
+        claims_table(&report.claims)
+    );
+    let _ = writeln!(
+        s,
+        "### Registered, not run yet\n\n{}\n",
+        NOT_RUN
+            .iter()
+            .map(|(id, needs)| format!("- `{id}`: needs {needs}."))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
     let _ = writeln!(
         s,
         "## A. Gradients at initialization\n\nd = {}, {} heads, d_ff = {}, W^Q = W^K = 0, one batch of {} sequences; \

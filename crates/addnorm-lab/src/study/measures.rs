@@ -4,6 +4,7 @@
 //! ```text
 //! profile_l   GM over seeds of pick(run)[l]        GM(v) = exp(mean(ln vᵢ)), vᵢ > 0
 //! success     no divergence and ≥ 99% exact accuracy at the end
+//! rate        k successes of n runs, with the exact (Clopper–Pearson) 95% interval
 //! ```
 //!
 //! # Shapes
@@ -14,7 +15,9 @@ use addnorm::nn::Placement;
 use crate::experiments::norm_kind::NormKind;
 use crate::experiments::probe::ProbeResult;
 use crate::experiments::sweep::SweepRun;
+use crate::stats::binomial::clopper_pearson;
 use crate::stats::fit::geometric_mean;
+use crate::stats::sample::Estimate;
 
 /// The second feed-forward weight's gradient norms of a run.
 pub fn w2(r: &ProbeResult) -> &Vec<f64> {
@@ -57,4 +60,14 @@ pub fn successes(runs: &[SweepRun], p: Placement, n: NormKind, warmup: usize) ->
 pub fn success_rate(runs: &[SweepRun], p: Placement, n: NormKind, warmup: usize) -> (usize, usize) {
     let group = successes(runs, p, n, warmup);
     (group.iter().filter(|&&ok| ok).count(), group.len())
+}
+
+/// The exact 95% interval of a (successes, runs) count; `None` without runs.
+pub fn rate((k, n): (usize, usize)) -> Option<Estimate> {
+    (n > 0).then(|| clopper_pearson(k, n, 0.05))
+}
+
+/// The success rate's words: "5/8 = 0.62 [0.24, 0.91]".
+pub fn show_rate((k, n): (usize, usize)) -> String {
+    rate((k, n)).map_or("no runs".into(), |e| format!("{k}/{n} = {}", e.show(2)))
 }

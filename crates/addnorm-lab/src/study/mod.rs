@@ -15,7 +15,8 @@
 //! claims   28, each with its source, setting, measured value, 95% interval and verdict
 //! ```
 //!
-//! Outputs in `--out`: `config.json`, `demo.json`, `report.md`, nine PNG plots
+//! Outputs in `--out`: `config.json`, `demo.json`, `report.md`, `claims.md` (the claims
+//! in one short table, which `docs/rebuild-demo.sh` puts into the README), nine PNG plots
 //! (`gradient_per_layer`, `last_layer_vs_depth`, `loss_curves`, `residual_growth`,
 //! `figure_3`, `peri_ln`, `lr_sensitivity`, `attention_logits`, `model_update`), one JSON file per
 //! part ([`parts`]), and one run directory per training run of B and C under `runs/`.

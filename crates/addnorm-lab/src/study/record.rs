@@ -34,6 +34,10 @@ pub struct DemoReport {
     pub model_update: Vec<ModelUpdateRun>,
     /// The claims checked.
     pub claims: Vec<Claim>,
+    /// The content hash of the claims registry that decided them
+    /// ([`super::registry::Registry::content_hash`]).
+    #[serde(default)]
+    pub registry_hash: String,
     /// Wall-clock seconds.
     pub wall_seconds: f64,
 }

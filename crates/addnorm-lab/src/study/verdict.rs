@@ -85,6 +85,18 @@ impl fmt::Display for Verdict {
     }
 }
 
+impl fmt::Display for Rule {
+    /// `> 0`, `< 2`, `within [-0.25, 0.25]`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (self.op, self.bound) {
+            (Op::Greater, Bound::Value(b)) => write!(f, "> {b}"),
+            (Op::Less, Bound::Value(b)) => write!(f, "< {b}"),
+            (Op::Within, Bound::Range([lo, hi])) => write!(f, "within [{lo}, {hi}]"),
+            (op, bound) => write!(f, "{op:?} {bound:?}"),
+        }
+    }
+}
+
 impl Rule {
     /// `statistic > bound`.
     pub fn greater(bound: f64) -> Self {
@@ -244,5 +256,10 @@ mod tests {
         assert_eq!(r, Rule::within(-0.75, -0.5));
         let r: Rule = serde_json::from_str(r#"{"op": ">", "bound": 0}"#).unwrap();
         assert_eq!(r, Rule::greater(0.0));
+        assert_eq!(
+            Rule::within(-0.25, 0.25).to_string(),
+            "within [-0.25, 0.25]"
+        );
+        assert_eq!(Rule::less(2.0).to_string(), "< 2");
     }
 }

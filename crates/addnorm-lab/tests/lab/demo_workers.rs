@@ -5,12 +5,16 @@
 //! The demo runs a shrunken configuration here (depths 2 and 4 of width 16, 20 training
 //! steps), through the same code path as `addnorm demo`.
 
+use std::collections::BTreeSet;
 use std::path::Path;
 
 use addnorm::backend::ndarray::{AutodiffBackend as B, device};
 use addnorm_lab::experiments::model::ModelConfig;
 use addnorm_lab::experiments::task::{Task, TaskKind};
 use addnorm_lab::runner::jobs::JobPlan;
+use addnorm_lab::study::claims::NOT_RUN;
+use addnorm_lab::study::registry::Registry;
+use addnorm_lab::study::verdict::Verdict;
 use addnorm_lab::study::{DemoConfig, DemoOptions, DemoOutcome, DemoReport, demo_with};
 
 use super::{TempDir, addnorm, stderr};
@@ -42,6 +46,8 @@ pub(super) fn tiny_demo() -> DemoConfig {
     };
     tiny(&mut config.figure_3, 2);
     tiny(&mut config.figure_3_extension, 3);
+    // The registered extension depths, so that every registered Fig. 3 claim is emitted.
+    config.figure_3_extension.depths = vec![12, 24, 48];
     let l2 = &mut config.lemma_2;
     (l2.task, l2.depths, l2.seeds) = (config.probe.task, vec![3], vec![0, 1]);
     let l2_stack = l2.model.stack.clone().with_d_model(16).with_d_ff(16);
@@ -153,6 +159,35 @@ fn part_names(config: &DemoConfig) -> Vec<String> {
     names
 }
 
+/// Every claim the demo emits is registered, with the registry's rule and a verdict that
+/// rule gives on its interval; every registered claim is emitted or listed as not run yet.
+fn claims_match_the_registry(report: &DemoReport) {
+    let registry = Registry::embedded();
+    let emitted: BTreeSet<&str> = report.claims.iter().map(|c| c.id.as_str()).collect();
+    assert_eq!(emitted.len(), report.claims.len(), "an id is emitted twice");
+    let not_run: BTreeSet<&str> = NOT_RUN.iter().map(|(id, _)| *id).collect();
+    let registered: BTreeSet<&str> = registry.claim.iter().map(|c| c.id.as_str()).collect();
+    assert!(
+        emitted.is_disjoint(&not_run),
+        "{:?}",
+        emitted.intersection(&not_run)
+    );
+    let covered: BTreeSet<&str> = emitted.union(&not_run).copied().collect();
+    assert_eq!(
+        covered, registered,
+        "emitted ∪ NOT_RUN must be the registry"
+    );
+    for c in &report.claims {
+        let entry = registry.get(&c.id).unwrap();
+        assert_eq!(c.rule, entry.rule, "{}", c.id);
+        let expected = c
+            .estimate
+            .map_or(Verdict::Inconclusive, |e| entry.rule.verdict(&e));
+        assert_eq!(c.verdict, expected, "{}", c.id);
+    }
+    assert_eq!(report.registry_hash, Registry::content_hash());
+}
+
 #[test]
 fn demo_results_do_not_depend_on_jobs_and_a_rerun_reuses_every_part() {
     let config = tiny_demo();
@@ -161,6 +196,7 @@ fn demo_results_do_not_depend_on_jobs_and_a_rerun_reuses_every_part() {
     let r1 = worker(&config, one.path(), 1).report.unwrap();
     let r2 = worker(&config, two.path(), 2).report.unwrap();
     assert_eq!(results(&r1), results(&r2));
+    claims_match_the_registry(&r1);
 
     let again = worker(&config, two.path(), 2);
     assert!(again.computed.is_empty(), "{:?}", again.computed);

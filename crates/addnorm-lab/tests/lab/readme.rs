@@ -43,7 +43,7 @@ fn docs_demo_is_one_generated_run() {
         .and_then(|rest| rest.split("<!-- rebuild-demo: end -->").next())
         .expect("README.md has the rebuild-demo block");
     assert!(
-        block.contains("Last rebuilt on") && block.contains("claims reproduced in"),
+        block.contains("Last rebuilt on") && block.contains("Claims: published"),
         "run `bash docs/rebuild-demo.sh`: the block reads {block:?}"
     );
     let report = workspace_file("docs/demo/report.md");
