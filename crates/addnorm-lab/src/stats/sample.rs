@@ -8,7 +8,8 @@
 //! ```
 //!
 //! The resamples come from [`SplitMix64`] with a fixed seed, so an interval is the same on
-//! every machine.
+//! every machine. One seed has no interval: both ends are NaN (`null` in JSON), and every
+//! rule reads that as inconclusive, so no verdict rests on a single seed's point.
 //!
 //! # Shapes
 //! A bootstrap takes `n` per-seed observations (any type) and a statistic of a slice of
@@ -21,20 +22,33 @@ use super::rng::SplitMix64;
 /// Resamples per bootstrap interval.
 pub const RESAMPLES: usize = 2000;
 
-/// A statistic with its seed-bootstrap 95% percentile interval.
+/// A statistic with its seed-bootstrap 95% percentile interval. A NaN (written `null` in
+/// JSON, which has no NaN) reads back as NaN.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq)]
 pub struct Estimate {
     /// The statistic on all the seeds.
+    #[serde(deserialize_with = "nan_if_null")]
     pub value: f64,
-    /// The 2.5% percentile of the bootstrap distribution.
+    /// The 2.5% percentile of the bootstrap distribution (NaN: no interval).
+    #[serde(deserialize_with = "nan_if_null")]
     pub low: f64,
-    /// The 97.5% percentile of the bootstrap distribution.
+    /// The 97.5% percentile of the bootstrap distribution (NaN: no interval).
+    #[serde(deserialize_with = "nan_if_null")]
     pub high: f64,
 }
 
+/// A number, or NaN for `null` (serde_json writes a NaN as `null`).
+fn nan_if_null<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
+}
+
 impl Estimate {
-    /// `value [low, high]` with `digits` decimals.
+    /// `value [low, high]` with `digits` decimals, or `value [no interval]` when an end is
+    /// NaN (one seed).
     pub fn show(&self, digits: usize) -> String {
+        if self.low.is_nan() || self.high.is_nan() {
+            return format!("{:.digits$} [no interval]", self.value);
+        }
         format!(
             "{:.digits$} [{:.digits$}, {:.digits$}]",
             self.value, self.low, self.high
@@ -91,13 +105,14 @@ pub fn quantile(v: &[f64], q: f64) -> f64 {
 
 /// `statistic` on `samples` (one per seed), with the 95% percentile interval of
 /// [`RESAMPLES`] seed resamples drawn with replacement from a generator seeded by `seed`.
+/// Fewer than two samples have no interval: both ends are NaN.
 pub fn bootstrap<T: Clone>(samples: &[T], seed: u64, statistic: impl Fn(&[T]) -> f64) -> Estimate {
     let value = statistic(samples);
     if samples.len() < 2 {
         return Estimate {
             value,
-            low: value,
-            high: value,
+            low: f64::NAN,
+            high: f64::NAN,
         };
     }
     let mut rng = SplitMix64::new(seed);
@@ -163,5 +178,18 @@ mod tests {
         // A constant sample has a zero-width interval.
         let c = bootstrap(&[2.0; 10], 1, mean);
         assert_eq!((c.low, c.high), (2.0, 2.0));
+    }
+
+    #[test]
+    fn one_seed_has_no_interval() {
+        let one = bootstrap(&[0.4], 1, mean);
+        assert_eq!(one.value, 0.4);
+        assert!(one.low.is_nan() && one.high.is_nan());
+        assert_eq!(one.show(2), "0.40 [no interval]");
+        // JSON has no NaN: written as null, read back as NaN.
+        let json = serde_json::to_string(&one).unwrap();
+        assert_eq!(json, r#"{"value":0.4,"low":null,"high":null}"#);
+        let back: Estimate = serde_json::from_str(&json).unwrap();
+        assert!(back.low.is_nan() && back.high.is_nan() && back.value == 0.4);
     }
 }

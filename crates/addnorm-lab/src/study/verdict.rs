@@ -223,6 +223,9 @@ mod tests {
             Rule::greater(0.0).verdict(&interval(f64::NAN, 1.0)),
             Verdict::Inconclusive
         );
+        // One seed: the bootstrap gives no interval, so a point far inside decides nothing.
+        let one = crate::stats::sample::bootstrap(&[0.4], 1, |s| s[0]);
+        assert_eq!(Rule::less(1.0).verdict(&one), Verdict::Inconclusive);
     }
 
     #[test]
