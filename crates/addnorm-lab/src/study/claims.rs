@@ -47,18 +47,6 @@ pub const NOT_RUN: &[(&str, &str)] = &[
         "App. H: Post-LN at a tenth of the LR without warm-up",
     ),
     (
-        "xiong-s4-preln-faster-than-postln",
-        "§4: steps to the target, Pre-LN against Post-LN with warm-up",
-    ),
-    (
-        "rezero-converges-faster-than-vanilla",
-        "ReZero's headline: steps to the target against the vanilla model",
-    ),
-    (
-        "ext-rezero-converges-faster-than-preln",
-        "ReZero's steps to the target against Pre-LN",
-    ),
-    (
         "periln-divergence-vs-lr",
         "Peri-LN and Pre-LN over an LR grid, counting divergences",
     ),
@@ -97,9 +85,11 @@ pub const NOT_RUN: &[(&str, &str)] = &[
 ];
 
 /// Every measurement the demo makes, in report order: Xiong et al. (Theorem 1, Fig. 3,
-/// Lemma 2, §3.2), Peri-LN, Wortsman et al., DeepNet.
+/// Lemma 2, §3.2), convergence speed (Xiong's §4, ReZero), Peri-LN, Wortsman et al.,
+/// DeepNet.
 pub fn measurements(report: &DemoReport) -> Vec<Measurement> {
     let mut all = super::xiong::claims(report);
+    all.extend(super::convergence::claims(report));
     all.extend(super::peri_ln::claims(report));
     all.extend(super::wortsman::claims(report));
     all.extend(super::deepnet::claims(report));

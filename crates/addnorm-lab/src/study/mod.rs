@@ -12,7 +12,8 @@
 //! C        proxies         Wortsman et al. 2023 on the Markov language (crate::experiments::proxies),
 //!                          with §3.2.1's long warm-up
 //! D        model update    DeepNet Fig. 5, Post-LN vs DeepNorm, 6–96 layers
-//! claims   28, each with its source, setting, measured value, 95% interval and verdict
+//! claims   every registered claim (claims.toml) the runs measure, with its source, setting,
+//!          measured value, 95% interval and verdict
 //! ```
 //!
 //! Outputs in `--out`: `config.json`, `demo.json`, `report.md`, `claims.md` (the claims
@@ -32,7 +33,8 @@
 //!
 //! One concept per file: [`config`] (what runs), [`parts`] (the claimed JSON parts),
 //! [`claim`] (the record of a claim), [`claims`] (the list of all), `xiong`, `peri_ln`,
-//! `wortsman` and `deepnet` (each paper's claims and statistics), [`measures`] (the
+//! `wortsman` and `deepnet` (each paper's claims and statistics), `convergence` (steps to
+//! the target: Xiong's §4 and ReZero's headline), [`measures`] (the
 //! profiles and success rates they read), [`record`] (what `demo.json` holds), [`registry`]
 //! (the claims registered in `claims.toml`, with their rules), [`verdict`] (the one decision
 //! rule: three verdicts from a 95% interval), [`driver`] (the worker that runs it), [`plots`], `plots_study` and [`markdown`] (how it is shown).
@@ -44,6 +46,7 @@
 pub mod claim;
 pub mod claims;
 pub mod config;
+mod convergence;
 mod deepnet;
 pub mod driver;
 mod layer_series;
