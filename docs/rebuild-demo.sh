@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Rebuilds docs/demo/ (the README's plots and the full report) from a fresh run of the
 # README's main command, and the README's generated parts (seeds, wall time, verdicts by
-# kind, the claims table) from that run. Run it from the repository root on an otherwise idle machine:
+# kind, the claims table) from that run, after recomputing every claim's statistic from its
+# demo.json alone (docs/recompute_claims.py, python3). Run it from the repository root on an otherwise idle machine:
 #
 #   bash docs/rebuild-demo.sh            # the default demo, as `cargo run --release -- demo`
 #   bash docs/rebuild-demo.sh --full     # extra flags go to `addnorm demo`
@@ -15,6 +16,8 @@ cargo build --release --bin addnorm
 log=$(mktemp)
 target/release/addnorm demo --out "$out" "$@" 2>&1 | tee "$log"
 line=$(grep -E '^Claims: .*\. In [0-9]+ s\.' "$log" | tail -1)
+# A reviewer's check: every claim's statistic recomputed from demo.json alone.
+python3 docs/recompute_claims.py "$out/demo.json" | tail -1
 seeds=$(sed -n 's/.*Seeds \[\([^]]*\)\].*/\1/p' "$out/report.md" | head -1 | tr ',' '\n' | grep -c .)
 cores=$(nproc)
 mkdir -p docs/demo

@@ -1,0 +1,294 @@
+#!/usr/bin/env python3
+"""A reviewer's check of `addnorm demo`: recompute each claim's statistic from demo.json alone.
+
+    python3 docs/recompute_claims.py runs/docs-demo/demo.json
+
+For every claim with a recipe below, the statistic is recomputed from the per-run records
+in demo.json (nothing else is read) and compared with the claim's `estimate.value`. Only
+point values are recomputed: the intervals come from the demo's seeded bootstrap (and
+Clopper-Pearson for rates), which this script does not replay. Exit status 1 if a recomputed
+value disagrees (relative difference above 1e-6); claims without a recipe are listed.
+Standard library only.
+"""
+import json
+import math
+import sys
+from statistics import median
+
+
+def gm(values):
+    """Geometric mean (NaN if any value is not positive)."""
+    values = list(values)
+    if not values or any(not v > 0 for v in values):
+        return float("nan")
+    return math.exp(sum(math.log(v) for v in values) / len(values))
+
+
+def slope(xs, ys):
+    """Least-squares slope of ys against xs."""
+    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+    return (sum((x - mx) * (y - my) for x, y in zip(xs, ys))
+            / sum((x - mx) ** 2 for x in xs))
+
+
+def loglog_slope(points):
+    """Slope of ln y against ln x over (x, y) points."""
+    return slope([math.log(x) for x, _ in points], [math.log(y) for _, y in points])
+
+
+def ranks(v):
+    """Average 1-based ranks."""
+    order = sorted(range(len(v)), key=lambda i: v[i])
+    r = [0.0] * len(v)
+    i = 0
+    while i < len(order):
+        j = i
+        while j + 1 < len(order) and v[order[j + 1]] == v[order[i]]:
+            j += 1
+        for k in range(i, j + 1):
+            r[order[k]] = (i + j) / 2 + 1
+        i = j + 1
+    return r
+
+
+def spearman(x, y):
+    rx, ry = ranks(x), ranks(y)
+    mx, my = sum(rx) / len(rx), sum(ry) / len(ry)
+    cov = sum((a - mx) * (b - my) for a, b in zip(rx, ry))
+    return cov / math.sqrt(sum((a - mx) ** 2 for a in rx) * sum((b - my) ** 2 for b in ry))
+
+
+# ── experiment A: Theorem 1 ──────────────────────────────────────────────────────────────
+
+def thm1(d, placement):
+    res = [r for r in d["probe"]["results"] if r["placement"] == placement and r["norm"] == "layer"]
+    depths = sorted({r["depth"] for r in res})
+    return loglog_slope([(L, gm(r["last_ffn_grad_norm"] for r in res if r["depth"] == L))
+                         for L in depths])
+
+
+# ── Fig. 3 ───────────────────────────────────────────────────────────────────────────────
+
+def profile(runs, placement, depth, weight):
+    rs = [r for r in runs if r["placement"] == placement and r["depth"] == depth]
+    return [gm(r[weight][l] for r in rs) for l in range(len(rs[0][weight]))]
+
+
+def fig3_grows(runs, depth):
+    return min(spearman(list(range(len(p))), [math.log(v) for v in p])
+               for p in (profile(runs, "Post", depth, w) for w in ("w_1", "w_2")))
+
+
+def fig3_spread(runs, depth):
+    return max(max(p) / min(p) for p in (profile(runs, "Pre", depth, w) for w in ("w_1", "w_2")))
+
+
+def fig3_flatter(runs, depth):
+    def spread(placement, w):
+        p = profile(runs, placement, depth, w)
+        return max(p) / min(p)
+    return min(spread("Post", w) / spread("Pre", w) for w in ("w_1", "w_2"))
+
+
+# ── experiment B: training runs ──────────────────────────────────────────────────────────
+
+def runs_of(d, placement, norm, warmup):
+    return sorted((r for r in d["runs"] if r["placement"] == placement and r["norm"] == norm
+                   and r["warmup"] == warmup), key=lambda r: r["seed"])
+
+
+def success(r):
+    return (not r["diverged"]) and r["final_exact_accuracy"] >= 0.99
+
+
+def rate(runs):
+    return sum(map(success, runs)) / len(runs)
+
+
+def long_warmup(d):
+    return max(d["config"]["warmups"])
+
+
+def steps_ratio(d, a, b):
+    budget = d["config"]["steps"]
+
+    def n(r):
+        return r["steps_to_99_exact"] if r["steps_to_99_exact"] is not None and not r["diverged"] else None
+    ratios = []
+    for ra, rb in zip(runs_of(d, *a), runs_of(d, *b)):
+        na, nb = n(ra), n(rb)
+        ratios.append(1.0 if na is None and nb is None else (na or budget) / (nb or budget))
+    return gm(ratios)
+
+
+def variance_growth(r):
+    rms = r["evaluations"][-1]["residual_rms"]
+    return (rms[-1] / rms[0]) ** 2
+
+
+def spikiness(r, window=10):
+    g = r["grad_norms"]
+    return max(g[t] / median(g[t - window:t]) for t in range(window, len(g)))
+
+
+def peri_ratio(d, stat):
+    return gm(stat(a) / stat(b) for a, b in zip(runs_of(d, "Pre", "layer", 0),
+                                                 runs_of(d, "Peri", "layer", 0)))
+
+
+# ── experiment D: DeepNet ────────────────────────────────────────────────────────────────
+
+def first_updates(d, placement):
+    rs = [r for r in d["model_update"] if r["placement"] == placement]
+    return {N: gm(r["updates"][0] for r in rs if r["depth"] == N) for N in sorted({r["depth"] for r in rs})}
+
+
+def deepnet_smaller(d):
+    post, deep = first_updates(d, "Post"), first_updates(d, "DeepNorm")
+    return min(post[N] / deep[N] for N in post)
+
+
+# ── Lemma 2 ──────────────────────────────────────────────────────────────────────────────
+
+def band_margin(d):
+    res = d["lemma_2"]["results"]
+    depth = max(r["depth"] for r in res)
+    rs = [r for r in res if r["depth"] == depth]
+    def u(l):
+        v = sum(r["residual_mean_square"][l] for r in rs) / len(rs)
+        return (v - 1 - l / 2) / l
+    return min(min(u(l), 1 - u(l)) for l in range(1, depth + 1))
+
+
+# ── experiment C: Wortsman et al.'s proxies ──────────────────────────────────────────────
+
+def proxy_runs(d, variant, lr):
+    return sorted((p["run"] for p in d["proxies"] if p["variant"] == variant
+                   and p["run"]["learning_rate"] == lr), key=lambda r: r["seed"])
+
+
+def final_logit(r):
+    return r["evaluations"][-1]["max_attention_logit"]
+
+
+def logit_gm(d, variant, lr):
+    return gm(v for v in map(final_logit, proxy_runs(d, variant, lr)) if math.isfinite(v) and v > 0)
+
+
+def capped(r):
+    if r["diverged"] or not math.isfinite(r["final_loss"]):
+        return r["initial_loss"]
+    return min(r["final_loss"], r["initial_loss"])
+
+
+def sensitivity(d, variant):
+    curve = [sum(map(capped, rs)) / len(rs)
+             for rs in (proxy_runs(d, variant, lr) for lr in d["config"]["proxies"]["learning_rates"])]
+    return sum(v - min(curve) for v in curve) / len(curve)
+
+
+def largest_training_index(d, variant):
+    lrs = d["config"]["proxies"]["learning_rates"]
+    out = []
+    for s in range(len(d["config"]["proxies"]["seeds"])):
+        ok = [i for i, lr in enumerate(lrs)
+              if (lambda r: not r["diverged"] and r["final_loss"] < r["initial_loss"])(
+                  proxy_runs(d, variant, lr)[s])]
+        out.append(max(ok) if ok else -1)
+    return out
+
+
+def drift(r):
+    return abs(r["evaluations"][-1]["log_z"] - r["evaluations"][0]["log_z"])
+
+
+def logz_drift(d):
+    lr = d["config"]["proxies"]["z_loss_learning_rate"]
+    diffs = [drift(a) - drift(b) for a, b in zip(proxy_runs(d, "no-decay", lr),
+                                                  proxy_runs(d, "no-decay-z-loss", lr))]
+    return sum(diffs) / len(diffs)
+
+
+def logit_slope(d):
+    lrs = d["config"]["proxies"]["learning_rates"]
+    return loglog_slope([(lr, logit_gm(d, "baseline", lr)) for lr in lrs])
+
+
+def logit_ratio(d):
+    top = max(d["config"]["proxies"]["learning_rates"])
+    return logit_gm(d, "baseline", top) / logit_gm(d, "qk-layernorm", top)
+
+
+def stable_lr_gain(d):
+    gains = [q - b for q, b in zip(largest_training_index(d, "qk-layernorm"),
+                                   largest_training_index(d, "baseline"))]
+    return sum(gains) / len(gains)
+
+
+RECIPES = {
+    "xiong-lemma2-preln-residual-band": band_margin,
+    "wortsman-fig2-logit-grows-with-lr": logit_slope,
+    "wortsman-fig2-qkln-bounds-logits": logit_ratio,
+    "wortsman-s311-qkln-raises-max-stable-lr": stable_lr_gain,
+    "wortsman-fig1-qkln-lowers-sensitivity": lambda d: sensitivity(d, "baseline")
+    - sensitivity(d, "qk-layernorm"),
+    "wortsman-fig5-warmup-lowers-sensitivity": lambda d: sensitivity(d, "qk-layernorm")
+    - sensitivity(d, "long-warmup"),
+    "ext-wortsman-fig4-logz-drift": logz_drift,
+    "xiong-thm1-postln-flat": lambda d: thm1(d, "Post"),
+    "xiong-thm1-preln-inverse-sqrt-depth": lambda d: thm1(d, "Pre"),
+    "xiong-fig3-postln-grows": lambda d: fig3_grows(d["figure_3"], 6),
+    "xiong-fig3-preln-flat": lambda d: fig3_spread(d["figure_3"], 6),
+    "xiong-fig3-preln-flatter-than-postln": lambda d: fig3_flatter(d["figure_3"], 6),
+    **{f"ext-fig3-postln-grows-l{L}": (lambda L: lambda d: fig3_grows(d["figure_3_extension"], L))(L)
+       for L in (12, 24, 48)},
+    **{f"ext-fig3-preln-flat-l{L}": (lambda L: lambda d: fig3_spread(d["figure_3_extension"], L))(L)
+       for L in (12, 24, 48)},
+    "xiong-s32-postln-fails-without-warmup": lambda d: rate(runs_of(d, "Post", "layer", 0)),
+    "xiong-s32-postln-trains-with-warmup": lambda d: rate(runs_of(d, "Post", "layer", long_warmup(d))),
+    "xiong-s4-preln-trains-without-warmup": lambda d: rate(runs_of(d, "Pre", "layer", 0)),
+    "ext-rmsnorm-trains-without-warmup": lambda d: rate(runs_of(d, "Pre", "rms", 0)),
+    "ext-dyt-trains-without-warmup": lambda d: rate(runs_of(d, "Pre", "dyt", 0)),
+    "ext-rezero-trains-without-warmup-shallow": lambda d: rate(runs_of(d, "ReZero", "identity", 0)),
+    "ext-periln-trains-without-warmup": lambda d: rate(runs_of(d, "Peri", "layer", 0)),
+    "control-no-norm-fails": lambda d: rate(runs_of(d, "None", "identity", 0)
+                                            + runs_of(d, "None", "identity", long_warmup(d))),
+    "xiong-s4-preln-faster-than-postln": lambda d: steps_ratio(
+        d, ("Pre", "layer", 0), ("Post", "layer", long_warmup(d))),
+    "rezero-converges-faster-than-vanilla": lambda d: steps_ratio(
+        d, ("ReZero", "identity", 0), ("Post", "layer", long_warmup(d))),
+    "ext-rezero-converges-faster-than-preln": lambda d: steps_ratio(
+        d, ("ReZero", "identity", 0), ("Pre", "layer", 0)),
+    "periln-abstract-balanced-variance": lambda d: peri_ratio(d, variance_growth),
+    "periln-abstract-steadier-gradients": lambda d: peri_ratio(d, spikiness),
+    "deepnet-fig5-postln-update-grows": lambda d: loglog_slope(list(first_updates(d, "Post").items())),
+    "deepnet-fig5-deepnorm-update-flat-adam": lambda d: loglog_slope(
+        list(first_updates(d, "DeepNorm").items())),
+    "deepnet-fig5-deepnorm-update-smaller": deepnet_smaller,
+}
+
+
+def main(path):
+    d = json.load(open(path))
+    bad, missing = [], []
+    for c in d["claims"]:
+        recipe = RECIPES.get(c["id"])
+        if recipe is None:
+            missing.append(c["id"])
+            continue
+        ours = recipe(d)
+        theirs = c["estimate"]["value"] if c.get("estimate") else float("nan")
+        same = math.isclose(ours, theirs, rel_tol=1e-6, abs_tol=1e-9) or (
+            math.isnan(ours) and math.isnan(theirs))
+        print(f"{'ok  ' if same else 'DIFF'} {c['id']}: recomputed {ours:.6g}, demo {theirs:.6g}")
+        if not same:
+            bad.append(c["id"])
+    print(f"\n{len(d['claims']) - len(missing) - len(bad)} recomputed and equal, {len(bad)} differ, "
+          f"{len(missing)} without a recipe here: {', '.join(missing) or 'none'}")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    sys.exit(main(sys.argv[1]))
