@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The demo's verdicts at 3, 8 and 10 seeds side by side (docs/demo/seed-counts.md): runs
 # `addnorm demo --seeds N` for each count into runs/seeds-N and tabulates the verdicts with
-# docs/seed_counts.py (python3, standard library only). A verdict that changes with the
+# docs/seed_counts.py (python3, standard library only), after recomputing every claim's
+# statistic from each run's demo.json alone (docs/recompute_claims.py). A verdict that changes with the
 # seed count is marked fragile. Run it from the repository root on an otherwise idle
 # machine; about 15 minutes on 2 cores. It commits nothing.
 #
@@ -17,6 +18,7 @@ for n in "${counts[@]}"; do
   out=runs/seeds-$n
   rm -rf "$out"
   target/release/addnorm demo --out "$out" --seeds "$n" 2>&1 | grep -E '^Claims: '
+  python3 docs/recompute_claims.py "$out/demo.json" | tail -1
   reports+=("$out/demo.json")
 done
 mkdir -p docs/demo
