@@ -143,6 +143,15 @@ def first_updates(d, placement):
     return {N: gm(r["updates"][0] for r in rs if r["depth"] == N) for N in sorted({r["depth"] for r in rs})}
 
 
+def sgd_updates(d, placement):
+    """GM over seeds of ‖ΔF‖/η at the smallest η after one SGD step, by depth."""
+    def at_smallest(r):
+        k = min(range(len(r["learning_rates"])), key=lambda i: r["learning_rates"][i])
+        return r["updates"][k]
+    rs = [r for r in d["sgd_update"] if r["placement"] == placement]
+    return {N: gm(at_smallest(r) for r in rs if r["depth"] == N) for N in sorted({r["depth"] for r in rs})}
+
+
 def deepnet_smaller(d):
     post, deep = first_updates(d, "Post"), first_updates(d, "DeepNorm")
     return min(post[N] / deep[N] for N in post)
@@ -240,6 +249,8 @@ RECIPES = {
     "xiong-fig3-postln-grows": lambda d: fig3_grows(d["figure_3"], 6),
     "xiong-fig3-preln-flat": lambda d: fig3_spread(d["figure_3"], 6),
     "xiong-fig3-preln-flatter-than-postln": lambda d: fig3_flatter(d["figure_3"], 6),
+    "xiong-fig3-postln-grows-paper-width": lambda d: fig3_grows(d["figure_3_paper_width"], 6),
+    "xiong-fig3-preln-flat-paper-width": lambda d: fig3_spread(d["figure_3_paper_width"], 6),
     **{f"ext-fig3-postln-grows-l{L}": (lambda L: lambda d: fig3_grows(d["figure_3_extension"], L))(L)
        for L in (12, 24, 48)},
     **{f"ext-fig3-preln-flat-l{L}": (lambda L: lambda d: fig3_spread(d["figure_3_extension"], L))(L)
@@ -265,6 +276,9 @@ RECIPES = {
     "deepnet-fig5-deepnorm-update-flat-adam": lambda d: loglog_slope(
         list(first_updates(d, "DeepNorm").items())),
     "deepnet-fig5-deepnorm-update-smaller": deepnet_smaller,
+    "deepnet-s43-sgd-postln-update-grows": lambda d: loglog_slope(list(sgd_updates(d, "Post").items())),
+    "deepnet-s43-sgd-deepnorm-update-bounded": lambda d: loglog_slope(
+        list(sgd_updates(d, "DeepNorm").items())),
 }
 
 

@@ -237,8 +237,8 @@ pub struct SweepArgs {
 pub struct DemoArgs {
     #[command(flatten)]
     pub(crate) common: CommonArgs,
-    /// Seeds of experiments A to D (Fig. 3 at L = 6 and Lemma 2 always take 10). Default: 4 per
-    /// job (8 with two), up to 10; 10 with --full.
+    /// Seeds of experiments A to D (Fig. 3 at L = 6, both widths, and Lemma 2 always take
+    /// 10). Default: 4 per job (8 with two), up to 10; 10 with --full.
     #[arg(long, value_parser = parse_count)]
     pub(crate) seeds: Option<usize>,
     /// The full profile: 10 seeds everywhere and 3000-step proxies (about 12 minutes on 2

@@ -1,7 +1,8 @@
 //! The experiments: the toy tasks ([`task`]), training one configuration ([`train`]),
 //! gradients at initialization ([`probe`], experiment A), the warm-up and learning-rate
 //! sweep ([`sweep`], B), the small-scale proxies ([`proxies`], C), the model update
-//! ([`model_update`], D) and Fig. 3's expected gradient ([`expected_gradient`]).
+//! ([`model_update`], D), the same after one SGD step ([`sgd_update`]) and Fig. 3's
+//! expected gradient ([`expected_gradient`]).
 //!
 //! # Shapes
 //! Tasks produce token batches `[batch, 2n + 1]`; the models map them to logits
@@ -13,6 +14,7 @@ pub mod model_update;
 pub mod norm_kind;
 pub mod probe;
 pub mod proxies;
+pub mod sgd_update;
 pub mod sweep;
 pub mod task;
 pub mod train;

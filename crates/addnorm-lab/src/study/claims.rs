@@ -23,14 +23,6 @@ use super::registry::Registry;
 /// Registered claims the demo does not measure yet, with the run each needs.
 pub const NOT_RUN: &[(&str, &str)] = &[
     (
-        "xiong-fig3-postln-grows-paper-width",
-        "Fig. 3 at the paper's widths (d = 512, d_ff = 1024, 4 heads)",
-    ),
-    (
-        "xiong-fig3-preln-flat-paper-width",
-        "Fig. 3 at the paper's widths (d = 512, d_ff = 1024, 4 heads)",
-    ),
-    (
         "xiong-fig2-no-warmup-fails-at-both-lrs",
         "Fig. 2's grid: Post-LN over warm-up length × peak LR",
     ),
@@ -74,14 +66,6 @@ pub const NOT_RUN: &[(&str, &str)] = &[
         "wortsman-fig3-zloss-lowers-sensitivity",
         "Fig. 3: no weight decay, with and without z-loss, over the LR grid",
     ),
-    (
-        "deepnet-s43-sgd-deepnorm-update-bounded",
-        "the model update after one SGD step, DeepNet's analysis",
-    ),
-    (
-        "deepnet-s43-sgd-postln-update-grows",
-        "the model update after one SGD step, DeepNet's analysis",
-    ),
 ];
 
 /// Every measurement the demo makes, in report order: Xiong et al. (Theorem 1, Fig. 3,
@@ -93,6 +77,7 @@ pub fn measurements(report: &DemoReport) -> Vec<Measurement> {
     all.extend(super::peri_ln::claims(report));
     all.extend(super::wortsman::claims(report));
     all.extend(super::deepnet::claims(report));
+    all.extend(super::deepnet::sgd_claims(report));
     all
 }
 

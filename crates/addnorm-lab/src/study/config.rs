@@ -48,6 +48,9 @@ pub struct DemoConfig {
     pub train_model: ModelConfig,
     /// Xiong et al.'s Fig. 3 as published: L = 6, 10 seeds, K batches, Xavier W^Q/W^K.
     pub figure_3: ExpectedGradientConfig,
+    /// The same measurement at the paper's widths (App. A.1: d = 512, d_ff = 1024, 4
+    /// heads), L = 6: the second setting of Fig. 3's claims.
+    pub figure_3_paper_width: ExpectedGradientConfig,
     /// The same measurement at L = 12, 24, 48: an extension beyond the paper.
     pub figure_3_extension: ExpectedGradientConfig,
     /// Lemma 2 in its own setting: Pre-LN, ReLU, d_ff = d, one head, W^Q = W^K = 0.
@@ -121,6 +124,12 @@ impl DemoConfig {
             .with_seeds(ten.clone())
             .with_batches(32)
             .with_batch_size(16);
+        // App. A.1's widths; gradients at initialization only, so it stays cheap.
+        let paper_width = small.stack.clone().with_d_model(512).with_d_ff(1024);
+        let figure_3_paper_width = ExpectedGradientConfig {
+            model: small.clone().with_stack(paper_width.with_n_heads(4)),
+            ..figure_3.clone()
+        };
         let lemma_2_stack = probe
             .model
             .stack
@@ -150,6 +159,7 @@ impl DemoConfig {
                 .with_seeds(seeds.clone())
                 .with_batches(8),
             figure_3,
+            figure_3_paper_width,
             lemma_2,
             probe,
             pairs: Self::PAIRS.to_vec(),
@@ -196,7 +206,7 @@ impl DemoConfig {
     }
 
     /// The same demo with `n` seeds (from the first seed on) in both experiments.
-    /// Fig. 3 and Lemma 2 keep their 10 seeds (the paper's count) whatever `n` is.
+    /// Fig. 3 (at both widths) and Lemma 2 keep their 10 seeds (the paper's count) whatever `n` is.
     pub fn with_seed_count(mut self, n: usize) -> Self {
         let first = self.seeds.first().copied().unwrap_or(0);
         self.seeds = (first..first + n as u64).collect();
@@ -238,8 +248,8 @@ impl DemoConfig {
     }
 }
 
-/// The demo's default seed count for `plan` (experiments A to D; Fig. 3 and Lemma 2 always
-/// take 10): `4·jobs`, from 4 up to 10 (8 at two jobs, 10 from three on).
+/// The demo's default seed count for `plan` (experiments A to D; Fig. 3, at both widths,
+/// and Lemma 2 always take 10): `4·jobs`, from 4 up to 10 (8 at two jobs, 10 from three on).
 ///
 /// Every part runs `plan.jobs` at once, and the time saved goes to more seeds, with a
 /// margin: 10 seeds took 187 s with two jobs on the 2-core development VM, so 8 keeps

@@ -3,8 +3,9 @@
 //! finished.
 //!
 //! ```text
-//! parts     probe.json, figure_3.json, figure_3_extension.json, lemma_2.json,
-//!           model_update.json (super::parts); runs/<name>/ (B and C, summary.json each)
+//! parts     probe.json, figure_3.json, figure_3_paper_width.json,
+//!           figure_3_extension.json, lemma_2.json, model_update.json, sgd_update.json
+//!           (super::parts); runs/<name>/ (B and C, summary.json each)
 //! outcome   computed parts; the report if all were finished; the parts others hold
 //! ```
 //!
@@ -179,10 +180,12 @@ fn read_report(config: &DemoConfig, out: &Path, wall_seconds: f64) -> Result<Dem
         probe,
         runs,
         figure_3: read_json(&Part::Figure3.path(out))?,
+        figure_3_paper_width: read_json(&Part::Figure3PaperWidth.path(out))?,
         figure_3_extension: read_json(&Part::Figure3Extension.path(out))?,
         lemma_2: read_json(&Part::Lemma2.path(out))?,
         proxies: finished_proxies(config, out)?,
         model_update: read_json(&Part::ModelUpdate.path(out))?,
+        sgd_update: read_json(&Part::SgdUpdate.path(out))?,
         claims: vec![],
         registry_hash: super::registry::Registry::content_hash(),
         wall_seconds,

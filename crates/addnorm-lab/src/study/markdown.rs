@@ -79,6 +79,16 @@ pub fn markdown(report: &DemoReport) -> String {
         c.figure_3.depths,
         c.figure_3.seeds.len()
     );
+    let w = c.figure_3_paper_width.model.block();
+    let _ = writeln!(
+        s,
+        "The same at the paper's widths (App. A.1: d = {}, d_ff = {}, {} heads), {} seeds:\n\n\
+         ![Fig. 3 at the paper's widths](figure_3_paper_width.png)\n",
+        w.d_model,
+        w.d_ff,
+        w.n_heads,
+        c.figure_3_paper_width.seeds.len()
+    );
     let _ = writeln!(
         s,
         "## B. Warm-up at a high learning rate\n\nDepth {}, d = {}, LR {:e}, {} steps, AdamW, cosine decay, no clipping.\n",
@@ -200,6 +210,42 @@ fn model_update_section(report: &DemoReport) -> String {
     for ((n, a), (_, b)) in post.iter().zip(&deep) {
         let _ = writeln!(s, "| {n} | {a:.4} | {b:.4} |");
     }
+    s.push_str(&sgd_table(report));
     s.push_str("\n![model update](model_update.png)\n");
+    s
+}
+
+/// DeepNet's analysis setting: ‖ΔF‖/η after one SGD step, per depth, placement and η.
+fn sgd_table(report: &DemoReport) -> String {
+    let c = &report.config.model_update;
+    let columns: Vec<(Placement, usize, f64)> = [Placement::Post, Placement::DeepNorm]
+        .iter()
+        .flat_map(|&p| {
+            c.sgd_step_lengths
+                .iter()
+                .enumerate()
+                .map(move |(k, &e)| (p, k, e))
+        })
+        .collect();
+    let mut s = format!(
+        "\nAfter ONE plain SGD step from the same initialization (§4.3's setting; no momentum, \
+         clipping or decay) of length s = ‖Δθ‖, at η = s/‖∇L‖: ‖ΔF‖/η, GM over {} seeds.\n\n| N |",
+        c.seeds.len()
+    );
+    for (p, _, e) in &columns {
+        let _ = write!(s, " {p} s={e:e} |");
+    }
+    let _ = writeln!(s, "\n|---|{}", "---|".repeat(columns.len()));
+    let profiles: Vec<Vec<(f64, f64)>> = columns
+        .iter()
+        .map(|&(p, k, _)| super::deepnet::sgd_profile(report, p, k))
+        .collect();
+    for (i, &n) in c.depths.iter().enumerate() {
+        let cells: String = profiles
+            .iter()
+            .map(|p| format!(" {:.4} |", p[i].1))
+            .collect();
+        let _ = writeln!(s, "| {n} |{cells}");
+    }
     s
 }

@@ -4,9 +4,11 @@
 //! ```text
 //! probe               experiment A, Theorem 1            probe.json
 //! figure-3            Fig. 3 as published (L = 6)         figure_3.json
+//! figure-3-paper-width  the same at the paper's widths    figure_3_paper_width.json
 //! figure-3-extension  the same at L = 12, 24, 48          figure_3_extension.json
 //! lemma-2             Lemma 2 in its own setting          lemma_2.json
 //! model-update        experiment D, DeepNet Fig. 5        model_update.json
+//! sgd-update          D's models, one SGD step (§4.3)     sgd_update.json
 //! ```
 //!
 //! # Shapes
@@ -21,6 +23,7 @@ use crate::error::{LabError, write_json};
 use crate::experiments::expected_gradient::expected_gradients;
 use crate::experiments::model_update::model_updates;
 use crate::experiments::probe::probe_pairs;
+use crate::experiments::sgd_update::sgd_updates;
 use crate::runner::jobs::JobPlan;
 
 /// One claimed part of the demo.
@@ -30,22 +33,28 @@ pub enum Part {
     Probe,
     /// Fig. 3 as published.
     Figure3,
+    /// Fig. 3 at the paper's widths.
+    Figure3PaperWidth,
     /// Fig. 3's measurement at larger depths.
     Figure3Extension,
     /// Lemma 2 in its own setting.
     Lemma2,
     /// Experiment D: model update against depth.
     ModelUpdate,
+    /// D's models after one plain SGD step, the setting of DeepNet's analysis.
+    SgdUpdate,
 }
 
 impl Part {
     /// Every part, in the order they run.
-    pub const ALL: [Part; 5] = [
+    pub const ALL: [Part; 7] = [
         Part::Probe,
         Part::Figure3,
+        Part::Figure3PaperWidth,
         Part::Figure3Extension,
         Part::Lemma2,
         Part::ModelUpdate,
+        Part::SgdUpdate,
     ];
 
     /// The claim name.
@@ -53,9 +62,11 @@ impl Part {
         match self {
             Part::Probe => "probe",
             Part::Figure3 => "figure-3",
+            Part::Figure3PaperWidth => "figure-3-paper-width",
             Part::Figure3Extension => "figure-3-extension",
             Part::Lemma2 => "lemma-2",
             Part::ModelUpdate => "model-update",
+            Part::SgdUpdate => "sgd-update",
         }
     }
 
@@ -97,6 +108,16 @@ impl Part {
                 &path,
                 &expected_gradients::<B>(&config.figure_3, "Fig. 3", progress, plan, device),
             ),
+            Part::Figure3PaperWidth => write_json(
+                &path,
+                &expected_gradients::<B>(
+                    &config.figure_3_paper_width,
+                    "Fig. 3, d = 512",
+                    progress,
+                    plan,
+                    device,
+                ),
+            ),
             Part::Figure3Extension => write_json(
                 &path,
                 &expected_gradients::<B>(
@@ -118,6 +139,16 @@ impl Part {
                 &model_updates::<B>(
                     &config.model_update,
                     "D: model update",
+                    progress,
+                    plan,
+                    device,
+                ),
+            ),
+            Part::SgdUpdate => write_json(
+                &path,
+                &sgd_updates::<B>(
+                    &config.model_update,
+                    "D: one SGD step",
                     progress,
                     plan,
                     device,

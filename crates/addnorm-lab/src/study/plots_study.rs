@@ -4,29 +4,62 @@
 //!
 //! ```text
 //! figure_3.png           GM_seeds ‖E ∇W^(l)‖ against l (W₁, W₂), Post and Pre, L = 6
+//! figure_3_paper_width.png  the same at the paper's widths (d = 512, d_ff = 1024)
 //! peri_ln.png            rms(x_l) against l after training (GM over seeds), and the mean
 //!                        ‖g‖ against step, Pre-LN and Peri-LN at B's LR without warm-up
 //! lr_sensitivity.png     ℓ(η) against η (log), baseline and QK-layernorm, floor dashed
 //! attention_logits.png   max attention logit against step (log), both variants, top LRs
 //! model_update.png       ‖ΔF‖ after the first step against N (log-log), Post and DeepNorm;
-//!                        ‖ΔF‖ over the first steps per N
+//!                        ‖ΔF‖ over the first steps per N; ‖ΔF‖/η after one SGD step
+//!                        against N, each step length (dashed: the larger)
 //! ```
 //!
 //! # Shapes
 //! Not applicable: charts of the report's series.
 
-use addnorm::nn::Placement;
+use addnorm::nn::{Placement, TransformerBlockConfig};
 
 use super::layer_series::layer_series;
 use super::record::DemoReport;
+use crate::experiments::expected_gradient::ExpectedGradientRun;
 use crate::experiments::proxies::ProxyVariant;
 use crate::plot::{Chart, Figure, Series, Values};
 
 /// `figure_3.png`: the two FFN weights' expected-gradient profiles at the paper's depth.
 pub(super) fn figure_3(report: &DemoReport) -> Figure {
-    let depth = report.config.figure_3.depths[0];
+    let c = &report.config.figure_3;
+    figure_3_charts(
+        "figure_3.png",
+        &report.figure_3,
+        c.depths[0],
+        c.model.block(),
+    )
+}
+
+/// `figure_3_paper_width.png`: Fig. 3 again at the paper's widths (d = 512).
+pub(super) fn figure_3_paper_width(report: &DemoReport) -> Figure {
+    let c = &report.config.figure_3_paper_width;
+    let depth = c.depths.first().copied().unwrap_or(6);
+    figure_3_charts(
+        "figure_3_paper_width.png",
+        &report.figure_3_paper_width,
+        depth,
+        c.model.block(),
+    )
+}
+
+/// Fig. 3's two panels (W₁, W₂) of `runs` at `depth`, titled with the model's width.
+fn figure_3_charts(
+    file: &'static str,
+    runs: &[ExpectedGradientRun],
+    depth: usize,
+    block: &TransformerBlockConfig,
+) -> Figure {
     let chart = |weight: usize, name: &str| Chart {
-        title: format!("‖E ∇{name}^(l)‖ at init, L = {depth} (Xiong Fig. 3)"),
+        title: format!(
+            "‖E ∇{name}^(l)‖ at init, L = {depth}, d = {} (Xiong Fig. 3)",
+            block.d_model
+        ),
         x_label: "layer l".into(),
         x_values: Values::Integer,
         y_label: "‖E ∇W^(l)‖_F (L in nats)".into(),
@@ -35,14 +68,14 @@ pub(super) fn figure_3(report: &DemoReport) -> Figure {
             .iter()
             .enumerate()
             .map(|(i, &p)| {
-                let profile = super::xiong::figure_3_profile(&report.figure_3, p, depth, weight);
+                let profile = super::xiong::figure_3_profile(runs, p, depth, weight);
                 layer_series(format!("{p}-layer"), profile, i)
             })
             .collect(),
         ..Chart::default()
     };
     Figure {
-        file: "figure_3.png",
+        file,
         charts: vec![chart(0, "W₁"), chart(1, "W₂")],
         width_each: 640,
         height: 440,
@@ -273,8 +306,46 @@ pub(super) fn model_update(report: &DemoReport) -> Figure {
     };
     Figure {
         file: "model_update.png",
-        charts: vec![against_depth, over_steps],
+        charts: vec![against_depth, over_steps, sgd_against_depth(report)],
         width_each: 640,
         height: 440,
+    }
+}
+
+/// `model_update.png`'s third panel: ‖ΔF‖/η after one SGD step against depth, Post-LN
+/// and DeepNorm, one line per step length s (dashed: the larger).
+fn sgd_against_depth(report: &DemoReport) -> Chart {
+    let lengths = &report.config.model_update.sgd_step_lengths;
+    let smallest = lengths.iter().copied().fold(f64::INFINITY, f64::min);
+    let series = [Placement::Post, Placement::DeepNorm]
+        .iter()
+        .enumerate()
+        .flat_map(|(i, &p)| {
+            lengths.iter().enumerate().map(move |(k, &s)| Series {
+                label: format!("{p} s={s:e}"),
+                points: super::deepnet::sgd_profile(report, p, k),
+                color: i,
+                dashed: s != smallest,
+            })
+        })
+        .collect();
+    Chart {
+        title: "‖ΔF‖/η after ONE SGD step against depth (DeepNet §4.3)".into(),
+        x_label: "depth N (layers)".into(),
+        x_values: Values::Integer,
+        x_ticks: Some(
+            report
+                .config
+                .model_update
+                .depths
+                .iter()
+                .map(|&n| n as f64)
+                .collect(),
+        ),
+        y_label: "‖ΔF‖/η (GM over seeds)".into(),
+        log_x: true,
+        log_y: true,
+        series,
+        ..Chart::default()
     }
 }

@@ -11,6 +11,7 @@ use crate::experiments::expected_gradient::ExpectedGradientRun;
 use crate::experiments::model_update::ModelUpdateRun;
 use crate::experiments::probe::ProbeReport;
 use crate::experiments::proxies::ProxyRun;
+use crate::experiments::sgd_update::SgdUpdateRun;
 use crate::experiments::sweep::SweepRun;
 
 /// What `demo.json` holds.
@@ -24,6 +25,9 @@ pub struct DemoReport {
     pub runs: Vec<SweepRun>,
     /// Fig. 3 as published: one run per placement × seed at L = 6.
     pub figure_3: Vec<ExpectedGradientRun>,
+    /// Fig. 3 at the paper's widths (absent from reports written before it existed).
+    #[serde(default)]
+    pub figure_3_paper_width: Vec<ExpectedGradientRun>,
     /// The same at L = 12, 24, 48.
     pub figure_3_extension: Vec<ExpectedGradientRun>,
     /// Lemma 2's probe in its own setting.
@@ -32,6 +36,9 @@ pub struct DemoReport {
     pub proxies: Vec<ProxyRun>,
     /// Experiment D's runs.
     pub model_update: Vec<ModelUpdateRun>,
+    /// D's models after one SGD step (absent from reports written before it existed).
+    #[serde(default)]
+    pub sgd_update: Vec<SgdUpdateRun>,
     /// The claims checked.
     pub claims: Vec<Claim>,
     /// The content hash of the claims registry that decided them

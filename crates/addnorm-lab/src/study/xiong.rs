@@ -3,7 +3,8 @@
 //!
 //! ```text
 //! Theorem 1   log-log slope of GM_seeds ‖∂L/∂W₂^{(L)}‖_F against L (W^Q = W^K = 0)
-//! Fig. 3      G_l = ‖E_K ∇W^{(l)}‖_F for W₁ and W₂ at L = 6, Xavier W^Q/W^K, 10 seeds;
+//! Fig. 3      G_l = ‖E_K ∇W^{(l)}‖_F for W₁ and W₂ at L = 6, Xavier W^Q/W^K, 10 seeds,
+//!             at d = 64 and at the paper's d = 512 (d_ff 1024, 4 heads);
 //!             profile = GM over seeds of G_l
 //!             Post: Spearman ρ(l, ln profile), the smaller of the two weights'
 //!             Pre:  spread max/min of the profile over every layer l = 1…L, the larger
@@ -188,20 +189,64 @@ fn figure_3_both(runs: &[ExpectedGradientRun], placement: Placement, depth: usiz
     bootstrap(&mine, 13 + depth as u64, statistic)
 }
 
-/// The note on a Fig. 3 claim that does not reproduce. No run here measures why, so it
-/// says so and names what differs.
-fn figure_3_note(c: &ExpectedGradientConfig, extension: bool) -> String {
-    if extension {
-        format!(
-            "The paper measured L = 6 only and calls its per-layer analysis preliminary. With \
-             {} seeds the interval is wide (`--full` takes 10).",
-            c.seeds.len()
-        )
-    } else {
-        "Unexplained: no run here measures why. The paper's models are IWSLT14 \
-         encoder-decoders (6 + 6 layers, d = 512, d_ff = 1024, 4 heads); ours is a decoder-only \
-         model of d = 64 on the reverse task, and the paper-width run is not done yet."
-            .into()
+/// The three settings Fig. 3's claims are measured in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Figure3 {
+    /// L = 6 at the demo's width: the published claims.
+    Published,
+    /// L = 6 at the paper's widths (App. A.1): the same claims, a second setting.
+    PaperWidth,
+    /// L = 12, 24, 48: an extension beyond the paper.
+    Extension,
+}
+
+impl Figure3 {
+    /// Its configuration and runs in `report`.
+    fn of(self, report: &DemoReport) -> (&ExpectedGradientConfig, &[ExpectedGradientRun]) {
+        match self {
+            Figure3::Published => (&report.config.figure_3, &report.figure_3),
+            Figure3::PaperWidth => (
+                &report.config.figure_3_paper_width,
+                &report.figure_3_paper_width,
+            ),
+            Figure3::Extension => (
+                &report.config.figure_3_extension,
+                &report.figure_3_extension,
+            ),
+        }
+    }
+
+    /// The registry's ids of the Post-LN and Pre-LN claims at `depth`.
+    fn ids(self, depth: usize) -> (String, String) {
+        let (post, pre) = ("xiong-fig3-postln-grows", "xiong-fig3-preln-flat");
+        match self {
+            Figure3::Published => (post.into(), pre.into()),
+            Figure3::PaperWidth => (format!("{post}-paper-width"), format!("{pre}-paper-width")),
+            Figure3::Extension => (
+                format!("ext-fig3-postln-grows-l{depth}"),
+                format!("ext-fig3-preln-flat-l{depth}"),
+            ),
+        }
+    }
+
+    /// The note on a claim that does not reproduce. No run here measures why, so it says
+    /// so and names what differs.
+    fn note(self, c: &ExpectedGradientConfig) -> String {
+        match self {
+            Figure3::Extension => format!(
+                "The paper measured L = 6 only and calls its per-layer analysis preliminary. \
+                 With {} seeds the interval is wide (`--full` takes 10).",
+                c.seeds.len()
+            ),
+            Figure3::Published => "Unexplained: no run here measures why. The paper's models \
+                 are IWSLT14 encoder-decoders (6 + 6 layers); ours is a decoder-only model of \
+                 d = 64 on the reverse task. The same claim at the paper's widths is measured \
+                 beside it (`-paper-width`)."
+                .into(),
+            Figure3::PaperWidth => "Unexplained: no run here measures why. The widths are the \
+                 paper's; the model (decoder-only, reverse task, 6 layers) and the data are not."
+                .into(),
+        }
     }
 }
 
@@ -254,18 +299,10 @@ fn post_over_pre(runs: &[ExpectedGradientRun], depth: usize, sample: &[u64], pic
     of(Placement::Post) / of(Placement::Pre)
 }
 
-/// Fig. 3's two claims at `depth`, from `runs` measured as `config` says.
-fn figure_3_at(
-    report: &DemoReport,
-    runs: &[ExpectedGradientRun],
-    depth: usize,
-    extension: bool,
-) -> Vec<Measurement> {
-    let c = if extension {
-        &report.config.figure_3_extension
-    } else {
-        &report.config.figure_3
-    };
+/// Fig. 3's claims at `depth` in `which` setting: Post-LN grows, Pre-LN is flat, and
+/// (published only) Pre-LN is flatter than Post-LN.
+fn figure_3_at(report: &DemoReport, which: Figure3, depth: usize) -> Vec<Measurement> {
+    let (c, runs) = which.of(report);
     let setting = format!(
         "at init, Xavier W^Q/W^K, L = {depth}, d = {}, {} heads, d_ff = {}, K = {} batches of {}, {} seeds",
         c.model.block().d_model,
@@ -287,18 +324,8 @@ fn figure_3_at(
         figure_3_both(runs, Placement::Post, depth),
         figure_3_both(runs, Placement::Pre, depth),
     );
-    let if_not = figure_3_note(c, extension);
-    let (post_id, pre_id) = if extension {
-        (
-            format!("ext-fig3-postln-grows-l{depth}"),
-            format!("ext-fig3-preln-flat-l{depth}"),
-        )
-    } else {
-        (
-            "xiong-fig3-postln-grows".into(),
-            "xiong-fig3-preln-flat".into(),
-        )
-    };
+    let if_not = which.note(c);
+    let (post_id, pre_id) = which.ids(depth);
     let mut claims = vec![
         Measurement {
             id: post_id,
@@ -323,7 +350,7 @@ fn figure_3_at(
             caveat: String::new(),
         },
     ];
-    if !extension {
+    if which == Figure3::Published {
         let ratio = spread_ratios(runs, depth);
         let both = spread_ratio_both(runs, depth);
         claims.push(Measurement {
@@ -495,12 +522,15 @@ fn warm_up(report: &DemoReport) -> Vec<Measurement> {
 pub(super) fn claims(report: &DemoReport) -> Vec<Measurement> {
     let mut claims = theorem_1(report).to_vec();
     for &depth in &report.config.figure_3.depths {
-        claims.extend(figure_3_at(report, &report.figure_3, depth, false));
+        claims.extend(figure_3_at(report, Figure3::Published, depth));
+    }
+    for &depth in &report.config.figure_3_paper_width.depths {
+        claims.extend(figure_3_at(report, Figure3::PaperWidth, depth));
     }
     claims.push(lemma_2(report));
     claims.extend(warm_up(report));
     for &depth in &report.config.figure_3_extension.depths {
-        claims.extend(figure_3_at(report, &report.figure_3_extension, depth, true));
+        claims.extend(figure_3_at(report, Figure3::Extension, depth));
     }
     claims
 }

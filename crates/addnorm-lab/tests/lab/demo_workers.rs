@@ -45,6 +45,7 @@ pub(super) fn tiny_demo() -> DemoConfig {
         c.model = narrow(&c.model, 32);
     };
     tiny(&mut config.figure_3, 2);
+    tiny(&mut config.figure_3_paper_width, 2);
     tiny(&mut config.figure_3_extension, 3);
     // The registered extension depths, so that every registered Fig. 3 claim is emitted.
     config.figure_3_extension.depths = vec![12, 24, 48];
@@ -82,10 +83,12 @@ fn results(report: &DemoReport) -> Vec<serde_json::Value> {
         json(&report.probe),
         json(&report.runs),
         json(&report.figure_3),
+        json(&report.figure_3_paper_width),
         json(&report.figure_3_extension),
         json(&report.lemma_2),
         json(&report.proxies),
         json(&report.model_update),
+        json(&report.sgd_update),
         json(&report.claims),
     ]
 }

@@ -7,6 +7,7 @@ use addnorm_lab::experiments::expected_gradient::{ExpectedGradientConfig, expect
 use addnorm_lab::experiments::model::ModelConfig;
 use addnorm_lab::experiments::model_update::{ModelUpdateConfig, model_update_one};
 use addnorm_lab::experiments::norm_kind::NormKind;
+use addnorm_lab::experiments::sgd_update::sgd_update_one;
 use addnorm_lab::experiments::task::{Batch, Task, TaskKind};
 use addnorm_lab::experiments::train::loss::{
     log_partition, masked_cross_entropy, objective, z_loss,
@@ -170,6 +171,31 @@ fn the_model_update_is_recorded_after_every_step() {
     );
     assert_eq!((run.first(), run.last()), (run.updates[0], run.updates[2]));
     assert_eq!(config.cells().len(), 2);
+}
+
+/// One plain SGD step moves F by Θ(η): ‖ΔF‖/η at step lengths s and s/10 agree (DeepNet
+/// §4.3's limit), η = s/‖∇L‖ exactly, and the step moves the model at all.
+#[test]
+fn one_sgd_step_moves_the_features_in_proportion_to_the_step() {
+    let config = ModelUpdateConfig::new(Task::new(TaskKind::Reverse, 3, 5), narrow_model())
+        .with_placements(vec![Placement::Post, Placement::DeepNorm])
+        .with_depths(vec![2])
+        .with_seeds(vec![0])
+        .with_batch_size(4)
+        .with_sgd_step_lengths(vec![1e-2, 1e-3]);
+    for placement in [Placement::Post, Placement::DeepNorm] {
+        let run = sgd_update_one::<B>(&config, (placement, 2, 0), &device());
+        assert!(run.gradient_norm.is_finite() && run.gradient_norm > 0.0);
+        let expected = [1e-2 / run.gradient_norm, 1e-3 / run.gradient_norm];
+        assert_eq!(run.learning_rates, expected);
+        assert!(
+            run.updates.iter().all(|u| u.is_finite() && *u > 1e-3),
+            "{run:?}"
+        );
+        assert_eq!(run.at_smallest(), run.updates[1]);
+        let linearity = run.linearity();
+        assert!((linearity - 1.0).abs() < 0.05, "{placement}: {linearity}");
+    }
 }
 
 #[test]
