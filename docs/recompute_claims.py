@@ -136,6 +136,28 @@ def peri_ratio(d, stat):
                                                  runs_of(d, "Peri", "layer", 0)))
 
 
+# ── Xiong's Fig. 2 grid and App. H ───────────────────────────────────────────────────────
+
+def grid_runs(d, warmup, lr, fixed):
+    return sorted((g["run"] for g in d["warmup_grid"] if g["cell"] == {
+        "warmup": warmup, "learning_rate": lr, "fixed": fixed}), key=lambda r: r["seed"])
+
+
+def grid_cells(d):
+    g = d["config"]["warmup_grid"]
+    long, short = max(g["warmups"]), min(w for w in g["warmups"] if w > 0)
+    hi, lo = max(g["learning_rates"]), min(g["learning_rates"])
+    return {"none_low": (0, lo, False), "none_high": (0, hi, False), "short_high": (short, hi, False),
+            "long_high": (long, hi, False), "fixed": (0, g["fixed_learning_rate"], True)}
+
+
+def grid_difference(d, a, b):
+    cells = grid_cells(d)
+    second = {r["seed"]: r for r in grid_runs(d, *cells[b])}
+    diffs = [capped(ra) - capped(second[ra["seed"]]) for ra in grid_runs(d, *cells[a]) if ra["seed"] in second]
+    return sum(diffs) / len(diffs)
+
+
 # ── experiment D: DeepNet ────────────────────────────────────────────────────────────────
 
 def first_updates(d, placement):
@@ -177,7 +199,9 @@ def proxy_runs(d, variant, lr):
 
 
 def final_logit(r):
-    return r["evaluations"][-1]["max_attention_logit"]
+    """Layer 0's largest attention logit at the end (the layer Wortsman et al. plot)."""
+    logits = r["evaluations"][-1].get("attention_logits") or []
+    return logits[0] if logits else float("nan")
 
 
 def logit_gm(d, variant, lr):
@@ -255,6 +279,10 @@ RECIPES = {
        for L in (12, 24, 48)},
     **{f"ext-fig3-preln-flat-l{L}": (lambda L: lambda d: fig3_spread(d["figure_3_extension"], L))(L)
        for L in (12, 24, 48)},
+    "xiong-fig2-no-warmup-fails-at-both-lrs": lambda d: rate(grid_runs(d, *grid_cells(d)["none_low"])),
+    "xiong-fig2-short-warmup-hurts-at-high-lr": lambda d: grid_difference(d, "short_high", "long_high"),
+    "xiong-app-h-small-lr-beats-large-lr-without-warmup": lambda d: grid_difference(d, "none_high", "fixed"),
+    "xiong-app-h-small-lr-slower-than-warmup": lambda d: grid_difference(d, "fixed", "long_high"),
     "xiong-s32-postln-fails-without-warmup": lambda d: rate(runs_of(d, "Post", "layer", 0)),
     "xiong-s32-postln-trains-with-warmup": lambda d: rate(runs_of(d, "Post", "layer", long_warmup(d))),
     "xiong-s4-preln-trains-without-warmup": lambda d: rate(runs_of(d, "Pre", "layer", 0)),

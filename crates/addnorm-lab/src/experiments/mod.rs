@@ -1,8 +1,8 @@
 //! The experiments: the toy tasks ([`task`]), training one configuration ([`train`]),
 //! gradients at initialization ([`probe`], experiment A), the warm-up and learning-rate
 //! sweep ([`sweep`], B), the small-scale proxies ([`proxies`], C), the model update
-//! ([`model_update`], D), the same after one SGD step ([`sgd_update`]) and Fig. 3's
-//! expected gradient ([`expected_gradient`]).
+//! ([`model_update`], D), the same after one SGD step ([`sgd_update`]), Fig. 3's expected
+//! gradient ([`expected_gradient`]) and Fig. 2's warm-up × LR grid ([`warmup_grid`]).
 //!
 //! # Shapes
 //! Tasks produce token batches `[batch, 2n + 1]`; the models map them to logits
@@ -18,3 +18,4 @@ pub mod sgd_update;
 pub mod sweep;
 pub mod task;
 pub mod train;
+pub mod warmup_grid;

@@ -186,12 +186,13 @@ pub struct ProxyRun {
 }
 
 impl ProxyRun {
-    /// The largest attention logit over the run's evaluations (NaN if none).
-    pub fn peak_attention_logit(&self) -> f64 {
+    /// Layer 0's largest attention logit over the run's evaluations (NaN if none), the
+    /// layer Wortsman et al. plot.
+    pub fn peak_layer_0_logit(&self) -> f64 {
         self.run
             .evaluations
             .iter()
-            .map(|e| e.max_attention_logit)
+            .map(|e| e.layer_0_logit())
             .fold(f64::NAN, f64::max)
     }
 

@@ -23,22 +23,6 @@ use super::registry::Registry;
 /// Registered claims the demo does not measure yet, with the run each needs.
 pub const NOT_RUN: &[(&str, &str)] = &[
     (
-        "xiong-fig2-no-warmup-fails-at-both-lrs",
-        "Fig. 2's grid: Post-LN over warm-up length × peak LR",
-    ),
-    (
-        "xiong-fig2-short-warmup-hurts-at-high-lr",
-        "Fig. 2's grid: Post-LN over warm-up length × peak LR",
-    ),
-    (
-        "xiong-app-h-small-lr-beats-large-lr-without-warmup",
-        "App. H: Post-LN at a tenth of the LR without warm-up",
-    ),
-    (
-        "xiong-app-h-small-lr-slower-than-warmup",
-        "App. H: Post-LN at a tenth of the LR without warm-up",
-    ),
-    (
         "periln-divergence-vs-lr",
         "Peri-LN and Pre-LN over an LR grid, counting divergences",
     ),
@@ -69,10 +53,11 @@ pub const NOT_RUN: &[(&str, &str)] = &[
 ];
 
 /// Every measurement the demo makes, in report order: Xiong et al. (Theorem 1, Fig. 3,
-/// Lemma 2, §3.2), convergence speed (Xiong's §4, ReZero), Peri-LN, Wortsman et al.,
+/// Lemma 2, §3.2, then Fig. 2 and App. H), convergence speed (Xiong's §4, ReZero), Peri-LN, Wortsman et al.,
 /// DeepNet.
 pub fn measurements(report: &DemoReport) -> Vec<Measurement> {
     let mut all = super::xiong::claims(report);
+    all.extend(super::warmup_grid::claims(report));
     all.extend(super::convergence::claims(report));
     all.extend(super::peri_ln::claims(report));
     all.extend(super::wortsman::claims(report));

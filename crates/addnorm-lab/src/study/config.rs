@@ -6,6 +6,8 @@
 //! runs of B   pairs × warm-ups × seeds, named  <placement>-<norm>-w<warm-up>-s<seed>
 //!             (Pre-placed pairs only without warm-up: no claim reads their warm-up runs)
 //! runs of C   crate::experiments::proxies::ProxyConfig::runs, named proxy-<variant>-lr<lr>-s<seed>
+//! Fig. 2 grid Post-LN cells × seeds (crate::experiments::warmup_grid), named
+//!             post-layer-w<warm-up>-lr<lr>[-fixed]-s<seed>, or B's name where B runs the cell
 //! ```
 //!
 //! # Shapes
@@ -24,6 +26,7 @@ use crate::experiments::probe::ProbeConfig;
 use crate::experiments::proxies::ProxyConfig;
 use crate::experiments::task::{Task, TaskKind};
 use crate::experiments::train::TrainConfig;
+use crate::experiments::warmup_grid::{GridCell, WarmupGridConfig};
 use crate::runner::jobs::JobPlan;
 
 /// How much the demo runs: `Quick` fits in 5 minutes on 2 cores; `Full` runs more seeds
@@ -55,6 +58,9 @@ pub struct DemoConfig {
     pub figure_3_extension: ExpectedGradientConfig,
     /// Lemma 2 in its own setting: Pre-LN, ReLU, d_ff = d, one head, W^Q = W^K = 0.
     pub lemma_2: ProbeConfig,
+    /// Xiong et al.'s Fig. 2 grid (Post-LN, warm-up × peak LR) and App. H's fixed LR, on
+    /// B's model, steps and seeds.
+    pub warmup_grid: WarmupGridConfig,
     /// Experiment C: Wortsman et al. 2023's small-scale proxies.
     pub proxies: ProxyConfig,
     /// Experiment D: DeepNet's model update against depth.
@@ -167,6 +173,11 @@ impl DemoConfig {
             train_model: tiny.clone().with_stack(tiny.stack.clone().with_n_layers(6)),
             learning_rate: 1e-2,
             warmups: vec![0, 100],
+            // Fig. 2: warm-up {0, W/8, W} × peak {η/2, η}; App. H: fixed η/10 (W = 100, η = 1e-2).
+            warmup_grid: WarmupGridConfig::new()
+                .with_warmups(vec![0, 12, 100])
+                .with_learning_rates(vec![5e-3, 1e-2])
+                .with_fixed_learning_rate(1e-3),
             steps: 250,
             proxies: ProxyConfig::new(Task::new(TaskKind::Markov, 8, 16), tiny)
                 .with_learning_rates(vec![3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1, 3e-1])
@@ -259,6 +270,49 @@ pub fn default_seeds(plan: JobPlan) -> usize {
     (4 * plan.jobs).clamp(4, 10)
 }
 
+impl DemoConfig {
+    /// The training configuration of one Fig. 2 grid run: B's Post-LN run at the cell's
+    /// warm-up and LR; a fixed cell keeps its LR to the end (no decay).
+    pub fn grid_train_config(&self, cell: GridCell, seed: u64) -> TrainConfig {
+        let config = self
+            .train_config(Placement::Post, NormKind::Layer, cell.warmup, seed)
+            .with_learning_rate(cell.learning_rate);
+        if cell.fixed {
+            config.with_final_lr_fraction(1.0)
+        } else {
+            config
+        }
+    }
+
+    /// The run directory name of one Fig. 2 grid run: B's name when B runs the same
+    /// configuration, else `post-layer-w<warm-up>-lr<lr>[-fixed]-s<seed>`.
+    pub fn grid_run_name(&self, cell: GridCell, seed: u64) -> String {
+        let (p, n) = (Placement::Post, NormKind::Layer);
+        let in_b = !cell.fixed
+            && cell.learning_rate == self.learning_rate
+            && self.warmups.contains(&cell.warmup);
+        if in_b {
+            return run_name(p, n, cell.warmup, seed);
+        }
+        let fixed = if cell.fixed { "-fixed" } else { "" };
+        format!(
+            "{}-w{}-lr{:e}{fixed}-s{seed}",
+            label(p, n),
+            cell.warmup,
+            cell.learning_rate
+        )
+    }
+
+    /// The Fig. 2 grid's runs: (cell, seed), by cell then seed.
+    pub fn grid_runs(&self) -> Vec<(GridCell, u64)> {
+        self.warmup_grid
+            .cells()
+            .into_iter()
+            .flat_map(|c| self.seeds.iter().map(move |&s| (c, s)))
+            .collect()
+    }
+}
+
 /// `<placement>-<norm>`, as plots, tables and run names spell a pair.
 pub(super) fn label(p: Placement, n: NormKind) -> String {
     format!("{p}-{}", n.name())
@@ -283,7 +337,8 @@ pub(super) fn training_runs(config: &DemoConfig) -> Vec<(Placement, NormKind, us
         .collect()
 }
 
-/// Every training run of the demo, B's then C's: (run name, its configuration).
+/// Every training run of the demo, B's, C's, then the Fig. 2 grid's that B does not run:
+/// (run name, its configuration).
 pub(super) fn all_training_runs(config: &DemoConfig) -> Vec<(String, TrainConfig)> {
     let b = training_runs(config)
         .into_iter()
@@ -294,7 +349,20 @@ pub(super) fn all_training_runs(config: &DemoConfig) -> Vec<(String, TrainConfig
             config.proxies.train_config(v, lr, s),
         )
     });
-    b.chain(c).collect()
+    let mut runs: Vec<(String, TrainConfig)> = b.chain(c).collect();
+    let known: std::collections::HashSet<String> = runs.iter().map(|(n, _)| n.clone()).collect();
+    let grid = config
+        .grid_runs()
+        .into_iter()
+        .map(|(cell, s)| {
+            (
+                config.grid_run_name(cell, s),
+                config.grid_train_config(cell, s),
+            )
+        })
+        .filter(|(name, _)| !known.contains(name));
+    runs.extend(grid);
+    runs
 }
 
 /// The run directory name of one experiment-B run.

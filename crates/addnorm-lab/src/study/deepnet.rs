@@ -300,6 +300,7 @@ mod tests {
             placement: Placement::Post,
             depth: 6,
             seed: 0,
+            gradient_norm: 1.0,
             learning_rates: vec![1e-3, 1e-4],
             updates: u,
         };

@@ -5,7 +5,7 @@
 //! ```text
 //! parts     probe.json, figure_3.json, figure_3_paper_width.json,
 //!           figure_3_extension.json, lemma_2.json, model_update.json, sgd_update.json
-//!           (super::parts); runs/<name>/ (B and C, summary.json each)
+//!           (super::parts); runs/<name>/ (B, C and the Fig. 2 grid, summary.json each)
 //! outcome   computed parts; the report if all were finished; the parts others hold
 //! ```
 //!
@@ -28,6 +28,7 @@ use crate::experiments::probe::ProbeReport;
 use crate::experiments::proxies::ProxyRun;
 use crate::experiments::sweep::{SweepRun, summarize};
 use crate::experiments::train::TrainConfig;
+use crate::experiments::warmup_grid::WarmupGridRun;
 use crate::runner::jobs::JobPlan;
 use crate::runner::lease::Holder;
 use crate::runner::worker::{RunState, claim_and_compute, finished, still_held, train_claimed};
@@ -104,7 +105,7 @@ fn claimed_part<B: NormAutodiffBackend>(
     )
 }
 
-/// Experiments B and C: trains every run no live worker holds, `plan.jobs` at a time;
+/// Experiments B and C and the Fig. 2 grid: trains every run no live worker holds, `plan.jobs` at a time;
 /// returns each run's state, in report order.
 fn train_unclaimed<B: NormAutodiffBackend>(
     runs: &[(String, TrainConfig)],
@@ -112,7 +113,7 @@ fn train_unclaimed<B: NormAutodiffBackend>(
     options: &DemoOptions,
     device: &B::Device,
 ) -> Result<Vec<RunState>, LabError> {
-    let bar = crate::runner::jobs::runs_bar(runs.len(), "B, C: train", options.progress);
+    let bar = crate::runner::jobs::runs_bar(runs.len(), "B, C, Fig. 2: train", options.progress);
     let states = crate::runner::jobs::run_jobs(runs, options.plan, |(name, tc)| {
         let state = train_claimed::<B>(out, name, tc, options.stale_after, device);
         bar.set_message(name.clone());
@@ -171,6 +172,20 @@ fn finished_proxies(config: &DemoConfig, out: &Path) -> Result<Vec<ProxyRun>, La
         .collect()
 }
 
+/// The Fig. 2 grid's summaries, by cell then seed; every run must be finished.
+fn finished_grid(config: &DemoConfig, out: &Path) -> Result<Vec<WarmupGridRun>, LabError> {
+    config
+        .grid_runs()
+        .into_iter()
+        .map(|(cell, seed)| {
+            let tc = config.grid_train_config(cell, seed);
+            let name = config.grid_run_name(cell, seed);
+            let run = finished_run(out, &name, &tc, NormKind::Layer)?;
+            Ok(WarmupGridRun { cell, run })
+        })
+        .collect()
+}
+
 /// Reads every part and run of a finished demo in `out` into its report.
 fn read_report(config: &DemoConfig, out: &Path, wall_seconds: f64) -> Result<DemoReport, LabError> {
     let probe: ProbeReport = read_json(&Part::Probe.path(out))?;
@@ -183,6 +198,7 @@ fn read_report(config: &DemoConfig, out: &Path, wall_seconds: f64) -> Result<Dem
         figure_3_paper_width: read_json(&Part::Figure3PaperWidth.path(out))?,
         figure_3_extension: read_json(&Part::Figure3Extension.path(out))?,
         lemma_2: read_json(&Part::Lemma2.path(out))?,
+        warmup_grid: finished_grid(config, out)?,
         proxies: finished_proxies(config, out)?,
         model_update: read_json(&Part::ModelUpdate.path(out))?,
         sgd_update: read_json(&Part::SgdUpdate.path(out))?,

@@ -129,6 +129,7 @@ pub fn markdown(report: &DemoReport) -> String {
         }
     }
     let _ = writeln!(s, "\n![loss curves](loss_curves.png)\n");
+    s.push_str(&warmup_grid_section(report));
     let _ = writeln!(
         s,
         "Pre-LN against Peri-LN (Kim et al. 2025) in the runs above without warm-up: the \
@@ -137,6 +138,20 @@ pub fn markdown(report: &DemoReport) -> String {
     );
     s.push_str(&proxies_section(report));
     s.push_str(&model_update_section(report));
+    s
+}
+
+/// Xiong's Fig. 2 grid and App. H's fixed LR: success and capped final loss per cell.
+fn warmup_grid_section(report: &DemoReport) -> String {
+    let mut s = String::from(
+        "### Fig. 2: Post-LN over warm-up × peak LR, and App. H's fixed LR\n\n\
+         v = the final validation loss, capped at ℓ₀ (ℓ₀ if diverged); mean over seeds.\n\n\
+         | cell | ≥99% exact | mean v |\n|---|---|---|\n",
+    );
+    for (cell, (ok, n), v) in super::warmup_grid::cell_rows(report) {
+        let _ = writeln!(s, "| {cell} | {ok}/{n} | {v:.3} |");
+    }
+    s.push_str("\n![Fig. 2 grid](warmup_grid.png)\n\n");
     s
 }
 
@@ -153,7 +168,7 @@ fn proxies_section(report: &DemoReport) -> String {
          {} positions; context-free loss {:.3}, floor {:.3}), Pre-LN d = {}, {} layers, \
          {} steps, AdamW β₂ 0.95, clipping 1, independent decay {:e}, warm-up 5% (the long \
          warm-up variant: {:.0}%).\n\n\
-         | LR |{names} peak logit baseline | peak logit qk-layernorm |\n|---|{}---|---|\n",
+         | LR |{names} peak layer-0 logit baseline | peak layer-0 logit qk-layernorm |\n|---|{}---|---|\n",
         c.task.symbols,
         c.task.seq_len(),
         c.task.context_free_loss().unwrap_or(f64::NAN),
@@ -171,7 +186,7 @@ fn proxies_section(report: &DemoReport) -> String {
                 .proxies
                 .iter()
                 .filter(|r| r.variant == v && r.run.learning_rate == lr)
-                .map(|r| r.peak_attention_logit()),
+                .map(|r| r.peak_layer_0_logit()),
         )
     };
     for (i, &lr) in c.learning_rates.iter().enumerate() {

@@ -5,22 +5,27 @@
 //! A        probe at init   (post, layer) (pre, layer) (pre, rms) (pre, dyt) (none, identity)
 //!                          × depths 6, 12, 24, 48 × seeds, W^Q = W^K = 0   (Theorem 1)
 //! Fig. 3   expected-gradient norms of W₁, W₂ per layer, L = 6, K = 32, 10 seeds, Xavier
-//!          W^Q/W^K; the same at L = 12, 24, 48 as an extension
+//!          W^Q/W^K, at d = 64 and at the paper's d = 512; the same at L = 12, 24, 48 as an
+//!          extension
 //! Lemma 2  Pre-LN residual growth, ReLU, d_ff = d, one head, W^Q = W^K = 0, 10 seeds
 //! B        training        the five pairs × warm-up {0, 100} × seeds at LR 1e-2, depth 6,
 //!                          and Peri-LN and ReZero without warm-up
+//! Fig. 2   Post-LN         warm-up {0, 12, 100} × peak LR {5e-3, 1e-2}, and App. H's fixed
+//!                          LR 1e-3 (crate::experiments::warmup_grid), on B's model
 //! C        proxies         Wortsman et al. 2023 on the Markov language (crate::experiments::proxies),
 //!                          with §3.2.1's long warm-up
-//! D        model update    DeepNet Fig. 5, Post-LN vs DeepNorm, 6–96 layers
+//! D        model update    DeepNet Fig. 5, Post-LN vs DeepNorm, 6–96 layers, after Adam
+//!                          steps and after one SGD step (§4.3)
 //! claims   every registered claim (claims.toml) the runs measure, with its source, setting,
 //!          measured value, 95% interval and verdict
 //! ```
 //!
 //! Outputs in `--out`: `config.json`, `demo.json`, `report.md`, `claims.md` (the claims
-//! in one short table, which `docs/rebuild-demo.sh` puts into the README), nine PNG plots
+//! in one short table, which `docs/rebuild-demo.sh` puts into the README), eleven PNG plots
 //! (`gradient_per_layer`, `last_layer_vs_depth`, `loss_curves`, `residual_growth`,
-//! `figure_3`, `peri_ln`, `lr_sensitivity`, `attention_logits`, `model_update`), one JSON file per
-//! part ([`parts`]), and one run directory per training run of B and C under `runs/`.
+//! `figure_3`, `figure_3_paper_width`, `warmup_grid`, `peri_ln`, `lr_sensitivity`,
+//! `attention_logits`, `model_update`), one JSON file per part ([`parts`]), and one run
+//! directory per training run of B, C and the Fig. 2 grid under `runs/`.
 //! [`config::Profile`] picks the quick (5 minutes on 2 cores) or the `--full` profile.
 //!
 //! # Workers
@@ -33,7 +38,8 @@
 //!
 //! One concept per file: [`config`] (what runs), [`parts`] (the claimed JSON parts),
 //! [`claim`] (the record of a claim), [`claims`] (the list of all), `xiong`, `peri_ln`,
-//! `wortsman` and `deepnet` (each paper's claims and statistics), `convergence` (steps to
+//! `wortsman` and `deepnet` (each paper's claims and statistics; `warmup_grid` holds Xiong's
+//! Fig. 2 and App. H), `convergence` (steps to
 //! the target: Xiong's §4 and ReZero's headline), [`measures`] (the
 //! profiles and success rates they read), [`record`] (what `demo.json` holds), [`registry`]
 //! (the claims registered in `claims.toml`, with their rules), [`verdict`] (the one decision
@@ -59,6 +65,7 @@ mod plots_study;
 pub mod record;
 pub mod registry;
 pub mod verdict;
+mod warmup_grid;
 mod wortsman;
 mod xiong;
 

@@ -199,6 +199,8 @@ mod tests {
                 accuracy: Default::default(),
                 log_z: 0.0,
                 max_attention_logit: 0.0,
+                attention_logits: vec![],
+                qk_gain: vec![],
                 residual_rms,
             }],
         }

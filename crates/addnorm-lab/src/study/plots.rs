@@ -34,6 +34,7 @@ pub fn figures(report: &DemoReport) -> Vec<Figure> {
         residual_growth(report),
         super::plots_study::figure_3(report),
         super::plots_study::figure_3_paper_width(report),
+        super::plots_study::warmup_grid(report),
         super::plots_study::peri_ln(report),
         super::plots_study::lr_sensitivity(report),
         super::plots_study::attention_logits(report),

@@ -5,10 +5,13 @@
 //! ```text
 //! figure_3.png           GM_seeds ‖E ∇W^(l)‖ against l (W₁, W₂), Post and Pre, L = 6
 //! figure_3_paper_width.png  the same at the paper's widths (d = 512, d_ff = 1024)
+//! warmup_grid.png        Post-LN's capped final loss against warm-up, one line per peak
+//!                        LR; App. H's fixed LR dashed (Xiong Fig. 2)
 //! peri_ln.png            rms(x_l) against l after training (GM over seeds), and the mean
 //!                        ‖g‖ against step, Pre-LN and Peri-LN at B's LR without warm-up
 //! lr_sensitivity.png     ℓ(η) against η (log), baseline and QK-layernorm, floor dashed
-//! attention_logits.png   max attention logit against step (log), both variants, top LRs
+//! attention_logits.png   layer 0's max attention logit against step (log), both variants,
+//!                        top LRs
 //! model_update.png       ‖ΔF‖ after the first step against N (log-log), Post and DeepNorm;
 //!                        ‖ΔF‖ over the first steps per N; ‖ΔF‖/η after one SGD step
 //!                        against N, each step length (dashed: the larger)
@@ -79,6 +82,44 @@ fn figure_3_charts(
         charts: vec![chart(0, "W₁"), chart(1, "W₂")],
         width_each: 640,
         height: 440,
+    }
+}
+
+/// `warmup_grid.png`: Fig. 2's grid, the capped final loss against the warm-up length per
+/// peak LR, with App. H's fixed LR as a dashed level.
+pub(super) fn warmup_grid(report: &DemoReport) -> Figure {
+    let g = &report.config.warmup_grid;
+    let (profiles, fixed) = super::warmup_grid::capped_profiles(report);
+    let longest = g.warmups.iter().copied().max().unwrap_or(0) as f64;
+    let mut series: Vec<Series> = profiles
+        .into_iter()
+        .enumerate()
+        .map(|(i, (lr, points))| Series {
+            label: format!("Post-LN, peak LR {lr:e}"),
+            points,
+            color: i,
+            dashed: false,
+        })
+        .collect();
+    series.push(Series {
+        label: format!("fixed LR {:e}, no warm-up", g.fixed_learning_rate),
+        points: vec![(0.0, fixed), (longest, fixed)],
+        color: series.len(),
+        dashed: true,
+    });
+    Figure {
+        file: "warmup_grid.png",
+        charts: vec![Chart {
+            title: "Post-LN: final loss over warm-up × peak LR (Xiong Fig. 2, App. H)".into(),
+            x_label: "warm-up steps".into(),
+            x_values: Values::Integer,
+            x_ticks: Some(g.warmups.iter().map(|&w| w as f64).collect()),
+            y_label: "final validation loss, capped at ℓ₀ (nats, mean over seeds)".into(),
+            series,
+            ..Chart::default()
+        }],
+        width_each: 760,
+        height: 480,
     }
 }
 
@@ -201,7 +242,8 @@ pub(super) fn lr_sensitivity(report: &DemoReport) -> Figure {
     }
 }
 
-/// `attention_logits.png`: the largest attention logit against step at the two top LRs.
+/// `attention_logits.png`: layer 0's largest attention logit against step at the two top
+/// LRs.
 pub(super) fn attention_logits(report: &DemoReport) -> Figure {
     let c = &report.config.proxies;
     let top: Vec<f64> = c.learning_rates.iter().rev().take(2).copied().collect();
@@ -221,8 +263,7 @@ pub(super) fn attention_logits(report: &DemoReport) -> Figure {
                 .map(|k| {
                     let step = first.run.evaluations[k].step as f64;
                     let values = runs.iter().filter_map(|r| r.run.evaluations.get(k));
-                    let gm =
-                        crate::stats::fit::geometric_mean(values.map(|e| e.max_attention_logit));
+                    let gm = crate::stats::fit::geometric_mean(values.map(|e| e.layer_0_logit()));
                     (step, gm)
                 })
                 .collect();
@@ -237,7 +278,8 @@ pub(super) fn attention_logits(report: &DemoReport) -> Figure {
     Figure {
         file: "attention_logits.png",
         charts: vec![Chart {
-            title: "largest attention logit during training (Wortsman et al. Fig. 2)".into(),
+            title: "layer 0's largest attention logit during training (Wortsman et al. Fig. 2)"
+                .into(),
             x_label: "training step".into(),
             x_values: Values::Integer,
             y_label: "max attention logit q·k/√d_h (GM over seeds)".into(),

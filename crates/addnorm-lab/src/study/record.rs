@@ -13,6 +13,7 @@ use crate::experiments::probe::ProbeReport;
 use crate::experiments::proxies::ProxyRun;
 use crate::experiments::sgd_update::SgdUpdateRun;
 use crate::experiments::sweep::SweepRun;
+use crate::experiments::warmup_grid::WarmupGridRun;
 
 /// What `demo.json` holds.
 #[derive(Serialize, Deserialize, Clone, Debug)]
@@ -32,6 +33,10 @@ pub struct DemoReport {
     pub figure_3_extension: Vec<ExpectedGradientRun>,
     /// Lemma 2's probe in its own setting.
     pub lemma_2: ProbeReport,
+    /// Fig. 2's warm-up × LR grid and App. H's fixed LR (Post-LN; absent from reports
+    /// written before it existed).
+    #[serde(default)]
+    pub warmup_grid: Vec<WarmupGridRun>,
     /// Experiment C's runs.
     pub proxies: Vec<ProxyRun>,
     /// Experiment D's runs.

@@ -35,6 +35,7 @@ pub(super) fn tiny_demo() -> DemoConfig {
     let train = narrow(&config.train_model, 64);
     config.train_model = train.clone().with_stack(train.stack.with_n_layers(1));
     config.warmups = vec![0];
+    config.warmup_grid.warmups = vec![0, 2, 8];
     config.steps = 20;
     let tiny = |c: &mut addnorm_lab::experiments::expected_gradient::ExpectedGradientConfig,
                 depth| {
@@ -86,6 +87,7 @@ fn results(report: &DemoReport) -> Vec<serde_json::Value> {
         json(&report.figure_3_paper_width),
         json(&report.figure_3_extension),
         json(&report.lemma_2),
+        json(&report.warmup_grid),
         json(&report.proxies),
         json(&report.model_update),
         json(&report.sgd_update),
@@ -137,18 +139,34 @@ fn two_demo_workers_on_one_directory_compute_each_part_once_and_match_one_worker
     assert_eq!(claims, 0, "every claim is released");
 }
 
-/// Every part of the tiny demo, as `computed` names them: the five JSON parts, one run
-/// of B per training pair and seed (warm-up 0), and C's runs.
+/// Every part of the tiny demo, as `computed` names them: the seven JSON parts, one run
+/// of B per training pair and seed (warm-up 0), C's runs, and the Fig. 2 grid's runs that
+/// B does not already train (Post-LN at warm-up 0 and LR 1e-2 is B's).
 fn part_names(config: &DemoConfig) -> Vec<String> {
     let mut names: Vec<String> = [
         "probe",
         "figure-3",
+        "figure-3-paper-width",
         "figure-3-extension",
         "lemma-2",
         "model-update",
+        "sgd-update",
     ]
     .map(String::from)
     .to_vec();
+    let grid = [
+        "w0-lr5e-3",
+        "w2-lr5e-3",
+        "w8-lr5e-3",
+        "w2-lr1e-2",
+        "w8-lr1e-2",
+        "w0-lr1e-3-fixed",
+    ];
+    for cell in grid {
+        for s in &config.seeds {
+            names.push(format!("post-layer-{cell}-s{s}"));
+        }
+    }
     for (p, n) in config.training_pairs() {
         for s in &config.seeds {
             names.push(format!("{p}-{}-w0-s{s}", n.name()));

@@ -95,7 +95,7 @@ fn every_plot_renders_with_readable_axes_and_legends() {
     let outcome = demo_with::<B>(&tiny_demo(), dir.path(), &options, &device()).expect("demo");
     let report = outcome.report.expect("one worker finishes the report");
     let figures: Vec<Figure> = figures(&report);
-    assert_eq!(figures.len(), 9, "the demo's nine plots");
+    assert_eq!(figures.len(), 11, "the demo's eleven plots");
     let mut in_docs: Vec<String> =
         std::fs::read_dir(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/demo"))
             .expect("docs/demo")

@@ -2,7 +2,7 @@
 //! Markov task on the command line, independent weight decay, and the model update.
 
 use addnorm::backend::ndarray::{AutodiffBackend as B, device};
-use addnorm::nn::{Placement, TransformerStackConfig};
+use addnorm::nn::{Norm, Placement, TransformerStack, TransformerStackConfig};
 use addnorm_lab::experiments::expected_gradient::{ExpectedGradientConfig, expected_gradient_one};
 use addnorm_lab::experiments::model::ModelConfig;
 use addnorm_lab::experiments::model_update::{ModelUpdateConfig, model_update_one};
@@ -12,6 +12,8 @@ use addnorm_lab::experiments::task::{Batch, Task, TaskKind};
 use addnorm_lab::experiments::train::loss::{
     log_partition, masked_cross_entropy, objective, z_loss,
 };
+use addnorm_lab::experiments::train::qk_gain::qk_gains;
+use addnorm_lab::{TrainConfig, TrainOptions, train};
 use burn::module::Param;
 use burn::tensor::{ElementConversion, Int, Tensor, TensorData};
 
@@ -150,6 +152,75 @@ fn independent_weight_decay_hands_burn_lambda_over_the_peak_lr() {
     assert_eq!(config.burn_weight_decay(), 1e-4);
     let independent = config.with_independent_weight_decay(true);
     assert!((independent.burn_weight_decay() * 0.1 - 1e-4).abs() < 1e-12);
+}
+
+/// A QK-norm stack of two layers, separate norms for queries and keys when `separate`.
+fn qk_stack(separate: bool) -> TransformerStackConfig {
+    narrow_model()
+        .stack
+        .with_n_layers(2)
+        .with_qk_norm(Some(NormKind::Layer.config()))
+        .with_separate_qk_norms(separate)
+}
+
+/// Sets every entry of a LayerNorm's γ to `value`.
+fn set_gamma(norm: &mut Option<Norm<B>>, value: f32) {
+    let Some(Norm::Layer(n)) = norm else {
+        panic!("a LayerNorm QK norm")
+    };
+    let shape = n.gamma.as_ref().expect("affine").val().dims();
+    n.gamma = Some(Param::from_tensor(Tensor::full(shape, value, &device())));
+}
+
+/// gain_l = rms(γ_Q)·rms(γ_K): 1 at init, 2·3 with γ_Q = 2 and γ_K = 3, 2² with one
+/// shared norm of γ = 2; none without QK norms.
+#[test]
+fn the_qk_gain_is_the_product_of_the_two_gammas_rms() {
+    let mut model: TransformerStack<B> = qk_stack(true).init(&device());
+    assert_eq!(qk_gains(&model), vec![1.0, 1.0]);
+    set_gamma(&mut model.blocks[1].attention.qk_norm, 2.0);
+    set_gamma(&mut model.blocks[1].attention.key_norm, 3.0);
+    assert_eq!(qk_gains(&model), vec![1.0, 6.0]);
+    let mut shared: TransformerStack<B> = qk_stack(false).init(&device());
+    assert!(shared.blocks[0].attention.key_norm.is_none());
+    set_gamma(&mut shared.blocks[0].attention.qk_norm, 2.0);
+    assert_eq!(qk_gains(&shared), vec![4.0, 1.0]);
+    let plain: TransformerStack<B> = narrow_model().stack.init(&device());
+    assert!(qk_gains(&plain).is_empty());
+}
+
+/// Every evaluation records each layer's largest logit (layer 0 first; their maximum is the
+/// run's max logit) and, with QK norms, each layer's gain.
+#[test]
+fn evaluations_record_per_layer_logits_and_the_qk_gain() {
+    let model = ModelConfig::new()
+        .with_stack(qk_stack(true))
+        .with_backend(addnorm::backend::Kind::Ndarray);
+    let config = TrainConfig::for_task(Task::new(TaskKind::Reverse, 3, 5), model)
+        .with_steps(4)
+        .with_eval_every(2)
+        .with_batch_size(4)
+        .with_validation_size(8)
+        .with_learning_rate(1e-2);
+    let out = TempDir::new("qk-gain-run");
+    let summary = train::<B>(&config, out.path(), &TrainOptions::default(), &device())
+        .expect("the run directory is writable");
+    let initial = summary.initial_evaluation.expect("recorded");
+    assert_eq!(initial.qk_gain, vec![1.0, 1.0]);
+    for e in &summary.evaluations {
+        assert_eq!(e.attention_logits.len(), 2);
+        assert_eq!(e.layer_0_logit(), e.attention_logits[0]);
+        let max = e.attention_logits.iter().copied().fold(f64::MIN, f64::max);
+        assert_eq!(e.max_attention_logit, max);
+        assert_eq!(e.qk_gain.len(), 2);
+        assert!(e.qk_gain.iter().all(|g| g.is_finite() && *g > 0.0));
+    }
+    // AdamW at LR 1e-2 moves γ by about the LR per step.
+    let last = summary.evaluations.last().expect("evaluated").qk_gain[0];
+    assert!(
+        (last - 1.0).abs() > 1e-4 && (last - 1.0).abs() < 0.2,
+        "{last}"
+    );
 }
 
 /// After every step the model has moved (‖ΔF‖ > 0 and finite), one value per step.

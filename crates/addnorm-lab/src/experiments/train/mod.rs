@@ -20,7 +20,8 @@
 //! - `summary.json`: the [`TrainSummary`].
 //!
 //! One concept per file: [`config`] (what to train), [`summary`] (what came out),
-//! [`metrics`] (`metrics.csv`), [`checkpoint`] (saving and resuming), [`run`] (the loop).
+//! [`metrics`] (`metrics.csv`), [`checkpoint`] (saving and resuming), [`run`] (the loop),
+//! [`qk_gain`] (the QK norms' γ, recorded with each evaluation).
 //!
 //! # Shapes
 //! Batches are `[batch_size, 2n + 1]` token ids; the model returns `[batch, 2n + 1, vocab]`.
@@ -30,6 +31,7 @@ pub mod config;
 pub mod gradients;
 pub mod loss;
 pub mod metrics;
+pub mod qk_gain;
 pub mod run;
 pub mod schedule;
 pub mod seeded;

@@ -65,6 +65,8 @@ fn evaluate<B: NormAutodiffBackend>(
             .iter()
             .copied()
             .fold(f64::NEG_INFINITY, f64::max),
+        attention_logits: stats.max_attention_logit.clone(),
+        qk_gain: super::qk_gain::qk_gains(&valid),
         residual_rms: stats.residual_rms,
         accuracy: accuracy(logits, targets, mask),
     }

@@ -23,10 +23,26 @@ pub struct Evaluation {
     /// The largest attention logit of any layer on the validation batch.
     #[serde(default)]
     pub max_attention_logit: f64,
+    /// The largest attention logit of each layer, layer 0 first (empty in runs recorded
+    /// before it existed).
+    #[serde(default)]
+    pub attention_logits: Vec<f64>,
+    /// rms(γ_Q)·rms(γ_K) of each layer's QK norms (super::qk_gain); empty without QK norms
+    /// and in runs recorded before it existed.
+    #[serde(default)]
+    pub qk_gain: Vec<f64>,
     /// `√(mean(x_l²))` of the residual stream on the validation batch: the embeddings x₀,
     /// then each block's output (N + 1 values; empty in runs recorded before it existed).
     #[serde(default)]
     pub residual_rms: Vec<f64>,
+}
+
+impl Evaluation {
+    /// Layer 0's largest attention logit, the one Wortsman et al. 2023 plot (NaN if not
+    /// recorded).
+    pub fn layer_0_logit(&self) -> f64 {
+        self.attention_logits.first().copied().unwrap_or(f64::NAN)
+    }
 }
 
 /// Why a run stopped early.
