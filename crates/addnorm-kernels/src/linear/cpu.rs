@@ -5,8 +5,11 @@
 //! (`[T, d_in]·[d_in, d_out]`, on one thread in burn-ndarray without its `multi-threads`
 //! feature) and its weight gradient as `batch` GEMMs `[d_in, T]·[T, d_out]` summed over a
 //! `[batch, d_in, d_out]` intermediate. Here the leading dimensions are rows of one
-//! matrix: row blocks of the forward and of dX are GEMMs of their own, and dW is split
-//! over the rows (the GEMM's inner dimension), one partial `[d_in, d_out]` sum per task.
+//! matrix: row blocks of the forward and of dX are GEMMs of their own, one block per
+//! thread, and dW is split over the rows (the GEMM's inner dimension), one partial
+//! `[d_in, d_out]` sum per block, summed in block order. dW's blocks come from the sizes
+//! alone (at most 8), never from the thread count, so every result is bit-identical
+//! whatever the thread count.
 //!
 //! # Formula
 //! ```text
@@ -31,6 +34,11 @@ const SERIAL_BELOW_FLOPS: usize = 1 << 21;
 /// tile, so no task computes a partial tile it need not.
 const ROW_ALIGN: usize = 8;
 
+/// The most row blocks a weight gradient is summed over. A fixed number, not the thread
+/// count: dW = Σ_blocks x_blockᵀ·dy_block rounds by its partition, so a partition that
+/// followed the threads would give results that change with the thread count.
+const REDUCTION_BLOCKS: usize = 8;
+
 /// The matrix sizes of one call.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LinearDims {
@@ -47,8 +55,10 @@ impl LinearDims {
         self.rows * self.d_in * self.d_out
     }
 
-    /// The row blocks `(r0, r1)` the call is split into: one block when it is small or
-    /// rayon has one thread, else one per thread, aligned to [`ROW_ALIGN`].
+    /// The row blocks `(r0, r1)` of a call whose rows are independent (y = x·w + b and
+    /// dx): one block when it is small or rayon has one thread, else one per thread, aligned
+    /// to [`ROW_ALIGN`]. Each output row is computed whole in one block, so the partition
+    /// does not change the result.
     fn row_blocks(&self) -> Vec<(usize, usize)> {
         let threads = rayon::current_num_threads();
         let tasks = if self.flops() < SERIAL_BELOW_FLOPS {
@@ -56,6 +66,22 @@ impl LinearDims {
         } else {
             threads
         };
+        self.split(tasks)
+    }
+
+    /// The row blocks dW and db are summed over: one block when the call is small, else
+    /// [`REDUCTION_BLOCKS`], from the sizes alone, whatever the thread count.
+    fn reduction_blocks(&self) -> Vec<(usize, usize)> {
+        let tasks = if self.flops() < SERIAL_BELOW_FLOPS {
+            1
+        } else {
+            REDUCTION_BLOCKS
+        };
+        self.split(tasks)
+    }
+
+    /// `rows` in about `tasks` blocks aligned to [`ROW_ALIGN`].
+    fn split(&self, tasks: usize) -> Vec<(usize, usize)> {
         let per_task = self.rows.div_ceil(tasks.max(1)).next_multiple_of(ROW_ALIGN);
         (0..self.rows)
             .step_by(per_task.max(1))
@@ -208,7 +234,7 @@ pub fn backward_parameters<E: Gemm>(
         let db = bias.then(|| column_sums(&dy[r0 * d_out..r1 * d_out], d_out));
         (dw, db)
     };
-    let blocks = dims.row_blocks();
+    let blocks = dims.reduction_blocks();
     let mut parts: Vec<_> = if blocks.len() == 1 {
         vec![partial(blocks[0])]
     } else {
@@ -345,5 +371,49 @@ mod tests {
             d_out: 8,
         };
         assert_eq!(small.row_blocks(), vec![(0, 17)]);
+        assert_eq!(small.reduction_blocks(), vec![(0, 17)]);
+        // dW's blocks: 1001 rows in at most 8 aligned blocks of 128, whatever the threads.
+        let reduction = dims.reduction_blocks();
+        assert_eq!(reduction.len(), 8);
+        assert_eq!(reduction[0], (0, 128));
+        assert_eq!(reduction[7], (896, 1001));
+    }
+
+    /// Every output is bit-identical on pools of 1, 2, 3 and 5 threads (dW and db too,
+    /// which are sums over the rows).
+    #[test]
+    fn results_do_not_depend_on_the_thread_count() {
+        let dims = LinearDims {
+            rows: 1001,
+            d_in: 64,
+            d_out: 48,
+        };
+        assert!(dims.flops() >= SERIAL_BELOW_FLOPS, "large enough to split");
+        let values = |len: usize, k: usize| -> Vec<f32> {
+            (0..len)
+                .map(|i| (((i * 7919 + k * 104_729) % 2003) as f32 / 1001.0 - 1.0) * 0.37)
+                .collect()
+        };
+        let (x, w, b) = (values(1001 * 64, 1), values(64 * 48, 2), values(48, 3));
+        let dy = values(1001 * 48, 4);
+        let run = |threads: usize| {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .expect("a small pool");
+            pool.install(|| {
+                let (dw, db) = backward_parameters(dims, &x, &dy, true);
+                (
+                    forward(dims, &x, &w, Some(&b)),
+                    backward_input(dims, &dy, &w),
+                    dw,
+                    db.expect("db"),
+                )
+            })
+        };
+        let one = run(1);
+        for threads in [2, 3, 5] {
+            assert!(one == run(threads), "{threads} threads differ from one");
+        }
     }
 }

@@ -27,9 +27,11 @@ use crate::cpu::real::Real;
 /// elements than this runs on the calling thread, without rayon (see the drivers).
 const MIN_TASK_ELEMENTS: usize = 256 * 1024;
 
-/// How many tasks per worker thread: a few, so an unlucky thread does not hold up the rest,
-/// and few enough that the per-task dγ/dβ partial sums stay negligible.
-const TASKS_PER_THREAD: usize = 4;
+/// How many tasks a large call is split into: a fixed number (four per thread of an
+/// 4-core machine), so that the partition, and with it the rounding of the dγ/dβ sums, is
+/// the same on every machine; enough that an unlucky thread does not hold up the rest, and
+/// few enough that the per-task partial sums stay negligible.
+const BALANCE_TASKS: usize = 16;
 
 /// The per-call constants of a row normalization, in the kernel's element type.
 #[derive(Clone, Copy, Debug)]
@@ -100,9 +102,12 @@ impl<E: Real> RowPlan<E> {
 
 /// How many rows each parallel task takes, for `rows` rows of `n` features. When it is
 /// `rows` or more, the drivers run their one task on the calling thread, without rayon.
+///
+/// It depends on the sizes alone, never on the thread count: the backward sums dγ and dβ
+/// per task and then over the tasks in order, so a partition that followed the threads
+/// would round differently on a machine with another core count.
 pub fn rows_per_task(rows: usize, n: usize) -> usize {
-    let threads = rayon::current_num_threads().max(1);
     let by_size = MIN_TASK_ELEMENTS.div_ceil(n.max(1));
-    let by_balance = rows.div_ceil(threads * TASKS_PER_THREAD);
+    let by_balance = rows.div_ceil(BALANCE_TASKS);
     by_size.max(by_balance).clamp(1, rows.max(1))
 }
