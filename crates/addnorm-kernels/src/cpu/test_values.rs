@@ -1,5 +1,6 @@
 //! Deterministic, irregular inputs for the kernels' unit tests: no two neighbours alike, no
-//! random generator, the same values on every run.
+//! random generator, the same values on every run; and [`on_threads`], which runs a test's
+//! call on a pool of a given size (results must not depend on it).
 //!
 //! # Formula
 //! ```text
@@ -25,4 +26,13 @@ pub(crate) fn gradients<E: Real>(len: usize, scale: f64, offset: f64) -> Vec<E> 
     (0..len)
         .map(|i| E::from_f64(((i * 104_729) % 997) as f64 * scale + offset))
         .collect()
+}
+
+/// `f` on a fresh rayon pool of `threads` threads.
+pub(crate) fn on_threads<R: Send>(threads: usize, f: impl FnOnce() -> R + Send) -> R {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .expect("a small rayon pool")
+        .install(f)
 }

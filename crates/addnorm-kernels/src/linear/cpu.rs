@@ -269,6 +269,7 @@ fn add_into<E: Gemm>(acc: &mut [E], other: &[E]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cpu::test_values::{gradients, inputs, on_threads};
 
     /// Plain triple loops in f64, the reference.
     fn reference(dims: LinearDims, x: &[f64], w: &[f64], b: &[f64], dy: &[f64]) -> [Vec<f64>; 4] {
@@ -389,19 +390,16 @@ mod tests {
             d_out: 48,
         };
         assert!(dims.flops() >= SERIAL_BELOW_FLOPS, "large enough to split");
-        let values = |len: usize, k: usize| -> Vec<f32> {
-            (0..len)
-                .map(|i| (((i * 7919 + k * 104_729) % 2003) as f32 / 1001.0 - 1.0) * 0.37)
-                .collect()
-        };
-        let (x, w, b) = (values(1001 * 64, 1), values(64 * 48, 2), values(48, 3));
-        let dy = values(1001 * 48, 4);
+        let (x, w) = (
+            inputs::<f32>(1001 * 64, 1e-3, -0.5),
+            gradients::<f32>(64 * 48, 1e-3, -0.4),
+        );
+        let (b, dy) = (
+            inputs::<f32>(48, 2e-3, 0.1),
+            gradients::<f32>(1001 * 48, 2e-3, -1.0),
+        );
         let run = |threads: usize| {
-            let pool = rayon::ThreadPoolBuilder::new()
-                .num_threads(threads)
-                .build()
-                .expect("a small pool");
-            pool.install(|| {
+            on_threads(threads, || {
                 let (dw, db) = backward_parameters(dims, &x, &dy, true);
                 (
                     forward(dims, &x, &w, Some(&b)),
