@@ -241,7 +241,7 @@ pub struct DemoArgs {
     /// 10). Default: 4 per job (8 with two), up to 10; 10 with --full.
     #[arg(long, value_parser = parse_count)]
     pub(crate) seeds: Option<usize>,
-    /// The full profile: 10 seeds everywhere and 3000-step proxies (about 12 minutes on 2
+    /// The full profile: 10 seeds everywhere and 3000-step proxies (about 32 minutes on 2
     /// cores) instead of the 5-minute quick one.
     #[arg(long)]
     pub(crate) full: bool,

@@ -30,7 +30,7 @@ use crate::experiments::warmup_grid::{GridCell, WarmupGridConfig};
 use crate::runner::jobs::JobPlan;
 
 /// How much the demo runs: `Quick` fits in 5 minutes on 2 cores; `Full` runs more seeds
-/// and longer proxies (about 12 minutes on 2 cores).
+/// and longer proxies (about 32 minutes on 2 cores).
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum Profile {
