@@ -284,14 +284,19 @@ impl DemoConfig {
         }
     }
 
+    /// Whether B trains this cell's runs itself (Post-LN at B's LR and one of B's
+    /// warm-ups): its configuration is then B's, and so is its run.
+    pub fn grid_cell_in_b(&self, cell: GridCell) -> bool {
+        !cell.fixed
+            && cell.learning_rate == self.learning_rate
+            && self.warmups.contains(&cell.warmup)
+    }
+
     /// The run directory name of one Fig. 2 grid run: B's name when B runs the same
     /// configuration, else `post-layer-w<warm-up>-lr<lr>[-fixed]-s<seed>`.
     pub fn grid_run_name(&self, cell: GridCell, seed: u64) -> String {
         let (p, n) = (Placement::Post, NormKind::Layer);
-        let in_b = !cell.fixed
-            && cell.learning_rate == self.learning_rate
-            && self.warmups.contains(&cell.warmup);
-        if in_b {
+        if self.grid_cell_in_b(cell) {
             return run_name(p, n, cell.warmup, seed);
         }
         let fixed = if cell.fixed { "-fixed" } else { "" };
@@ -349,20 +354,17 @@ pub(super) fn all_training_runs(config: &DemoConfig) -> Vec<(String, TrainConfig
             config.proxies.train_config(v, lr, s),
         )
     });
-    let mut runs: Vec<(String, TrainConfig)> = b.chain(c).collect();
-    let known: std::collections::HashSet<String> = runs.iter().map(|(n, _)| n.clone()).collect();
     let grid = config
         .grid_runs()
         .into_iter()
+        .filter(|&(cell, _)| !config.grid_cell_in_b(cell))
         .map(|(cell, s)| {
             (
                 config.grid_run_name(cell, s),
                 config.grid_train_config(cell, s),
             )
-        })
-        .filter(|(name, _)| !known.contains(name));
-    runs.extend(grid);
-    runs
+        });
+    b.chain(c).chain(grid).collect()
 }
 
 /// The run directory name of one experiment-B run.

@@ -32,22 +32,27 @@ const UNEXPLAINED: &str = "Unexplained: no run here measures why.";
 /// One seed's (depth, ‖ΔF‖) points.
 type Points = Vec<(usize, f64)>;
 
-/// Per seed, the (depth, first ‖ΔF‖) points of one placement.
-fn per_seed(report: &DemoReport, placement: Placement) -> Vec<Points> {
+/// Per seed of experiment D, the (depth, value) points `point` gives for that seed's runs
+/// (`None` for a run of another seed or placement).
+fn by_seed<R>(
+    report: &DemoReport,
+    runs: &[R],
+    point: impl Fn(&R, u64) -> Option<(usize, f64)>,
+) -> Vec<Points> {
     report
         .config
         .model_update
         .seeds
         .iter()
-        .map(|&s| {
-            report
-                .model_update
-                .iter()
-                .filter(|r| r.seed == s && r.placement == placement)
-                .map(|r| (r.depth, r.first()))
-                .collect()
-        })
+        .map(|&s| runs.iter().filter_map(|r| point(r, s)).collect())
         .collect()
+}
+
+/// Per seed, the (depth, first ‖ΔF‖) points of one placement.
+fn per_seed(report: &DemoReport, placement: Placement) -> Vec<Points> {
+    by_seed(report, &report.model_update, |r, s| {
+        (r.seed == s && r.placement == placement).then(|| (r.depth, r.first()))
+    })
 }
 
 /// (depth, GM over the seeds of `sample` of the first ‖ΔF‖), by depth.
@@ -66,19 +71,9 @@ pub(super) fn depth_profile(sample: &[Points]) -> Vec<(f64, f64)> {
 
 /// Per seed, the (depth, ‖ΔF‖/η at the smallest η) points of one placement's SGD runs.
 fn per_seed_sgd(report: &DemoReport, placement: Placement) -> Vec<Points> {
-    let mine = |s: u64| {
-        report
-            .sgd_update
-            .iter()
-            .filter(move |r| r.seed == s && r.placement == placement)
-    };
-    report
-        .config
-        .model_update
-        .seeds
-        .iter()
-        .map(|&s| mine(s).map(|r| (r.depth, r.at_smallest())).collect())
-        .collect()
+    by_seed(report, &report.sgd_update, |r, s| {
+        (r.seed == s && r.placement == placement).then(|| (r.depth, r.at_smallest()))
+    })
 }
 
 /// The log-log slope of the update against depth over the seeds' `points`, with its

@@ -47,12 +47,16 @@ pub fn per_layer_gm<R>(runs: &[&R], pick: fn(&R) -> &Vec<f64>) -> Vec<f64> {
         .collect()
 }
 
-/// Whether each run of a (pair, warm-up) succeeded: no divergence and ≥ 99% exact
-/// accuracy at the end.
+/// Whether a run succeeded: no divergence and ≥ 99% exact accuracy at the end.
+pub fn succeeded(run: &SweepRun) -> bool {
+    !run.diverged && run.final_exact_accuracy >= 0.99
+}
+
+/// Whether each run of a (pair, warm-up) [`succeeded`].
 pub fn successes(runs: &[SweepRun], p: Placement, n: NormKind, warmup: usize) -> Vec<bool> {
     runs.iter()
         .filter(|r| r.placement == p && r.norm == n && r.warmup == warmup)
-        .map(|r| !r.diverged && r.final_exact_accuracy >= 0.99)
+        .map(succeeded)
         .collect()
 }
 

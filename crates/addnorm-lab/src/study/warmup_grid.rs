@@ -17,7 +17,7 @@
 //! Not applicable: statistics over run summaries.
 
 use super::claim::Measurement;
-use super::measures::{rate, show_rate};
+use super::measures::{rate, show_rate, succeeded};
 use super::record::DemoReport;
 use crate::experiments::sweep::SweepRun;
 use crate::experiments::warmup_grid::GridCell;
@@ -81,11 +81,6 @@ fn runs_at(report: &DemoReport, cell: GridCell) -> Vec<&SweepRun> {
     runs
 }
 
-/// Whether a run succeeded: no divergence and ≥ 99% exact accuracy at the end.
-fn succeeded(run: &SweepRun) -> bool {
-    !run.diverged && run.final_exact_accuracy >= 0.99
-}
-
 /// v(a, s) − v(b, s) for every seed both cells ran.
 fn paired_differences(report: &DemoReport, a: GridCell, b: GridCell) -> Vec<f64> {
     let second = runs_at(report, b);
@@ -96,6 +91,15 @@ fn paired_differences(report: &DemoReport, a: GridCell, b: GridCell) -> Vec<f64>
             Some(ra.loss().capped() - rb.loss().capped())
         })
         .collect()
+}
+
+/// Mean over the cell's seeds of v.
+fn mean_capped(report: &DemoReport, cell: GridCell) -> f64 {
+    let v: Vec<f64> = runs_at(report, cell)
+        .iter()
+        .map(|r| r.loss().capped())
+        .collect();
+    mean(&v)
 }
 
 /// Δ(a, b) with its seed-bootstrap interval.
@@ -203,13 +207,6 @@ pub(super) type LrProfile = (f64, Vec<(f64, f64)>);
 /// Per peak LR, (warm-up, mean over seeds of v) for the plot; and the fixed LR's mean v.
 pub(super) fn capped_profiles(report: &DemoReport) -> (Vec<LrProfile>, f64) {
     let g = &report.config.warmup_grid;
-    let mean_v = |cell: GridCell| {
-        let v: Vec<f64> = runs_at(report, cell)
-            .iter()
-            .map(|r| r.loss().capped())
-            .collect();
-        mean(&v)
-    };
     let profiles = g
         .learning_rates
         .iter()
@@ -223,13 +220,13 @@ pub(super) fn capped_profiles(report: &DemoReport) -> (Vec<LrProfile>, f64) {
                         learning_rate,
                         fixed: false,
                     };
-                    (warmup as f64, mean_v(cell))
+                    (warmup as f64, mean_capped(report, cell))
                 })
                 .collect();
             (learning_rate, points)
         })
         .collect();
-    (profiles, mean_v(Cells::of(report).fixed))
+    (profiles, mean_capped(report, Cells::of(report).fixed))
 }
 
 /// Per cell: (its words, successes and runs, mean v) for the report's table.
@@ -242,8 +239,7 @@ pub(super) fn cell_rows(report: &DemoReport) -> Vec<(String, (usize, usize), f64
         .map(|cell| {
             let runs = runs_at(report, cell);
             let ok = runs.iter().filter(|r| succeeded(r)).count();
-            let v: Vec<f64> = runs.iter().map(|r| r.loss().capped()).collect();
-            (name(cell), (ok, runs.len()), mean(&v))
+            (name(cell), (ok, runs.len()), mean_capped(report, cell))
         })
         .collect()
 }
