@@ -10,8 +10,10 @@
 //! - [`KernelBackend`] and [`KernelAutodiffBackend`]: the same two traits under the names
 //!   the kernels crate gives them (every fused op, not only the norms, hangs from them).
 //! - [`backend`]: the backends enabled by this crate's features (`ndarray`, `wgpu`, `cuda`).
-//! - [`kernels`]: the fused kernels behind [`NormBackend`], with
-//!   [`kernels::composite::ForceComposite`] and the fused-call counters.
+//! - [`kernels`]: the fused kernels behind [`NormBackend`] (norms, attention, linear
+//!   layers, GELU, and the masked cross-entropy with its z-loss,
+//!   [`kernels::cross_entropy`]), with [`kernels::composite::ForceComposite`] and the
+//!   fused-call counters.
 //!
 //! # Formula
 //! `y = (x − μ) / √(σ² + ε) · γ + β` over the trailing `normalized_shape` dimensions; see

@@ -2,9 +2,9 @@
 //!
 //! Each op has its own backend extension, in its folder and built the same way (a composite
 //! default, a `fused_*` override per backend returning `Option`, one `Autodiff` node):
-//! [`RowNormBackend`] (LayerNorm, RMSNorm, DyT), [`AttentionBackend`], [`LinearBackend`]
-//! and [`GeluBackend`]. `KernelBackend` unites them: a blanket impl gives it to every
-//! backend that has the four, so `NdArray`, every CubeCL backend (`Wgpu`, `Cuda`, with or
+//! [`RowNormBackend`] (LayerNorm, RMSNorm, DyT), [`AttentionBackend`], [`LinearBackend`],
+//! [`GeluBackend`] and [`CrossEntropyBackend`]. `KernelBackend` unites these five op
+//! traits: a blanket impl gives it to every backend that has the five, so `NdArray`, every CubeCL backend (`Wgpu`, `Cuda`, with or
 //! without Burn's fusion) and `Autodiff<B>` of any of them have it with no code of yours.
 //!
 //! # Why this name
@@ -20,13 +20,14 @@
 //! `B: KernelBackend`, or through the op trait, `<B as RowNormBackend>::norm_rows(..)`.
 //!
 //! # A backend of your own
-//! Implement the four op traits (all four empty for the composite paths):
+//! Implement the five op traits (all five empty for the composite paths):
 //!
 //! ```ignore
 //! impl addnorm_kernels::RowNormBackend for MyBackend {}
 //! impl addnorm_kernels::AttentionBackend for MyBackend {}
 //! impl addnorm_kernels::LinearBackend for MyBackend {}
 //! impl addnorm_kernels::GeluBackend for MyBackend {}
+//! impl addnorm_kernels::CrossEntropyBackend for MyBackend {}
 //! // MyBackend: KernelBackend now, through the blanket impl.
 //! ```
 //!
@@ -57,13 +58,20 @@
 //! None: this is a trait bound; each op's module states its shapes.
 
 use crate::attention::AttentionBackend;
+use crate::cross_entropy::CrossEntropyBackend;
 use crate::gelu::GeluBackend;
 use crate::linear::LinearBackend;
 use crate::norm::RowNormBackend;
 
-/// A backend with all of addnorm's kernels: norms, attention, linear layers and GELU (see
-/// the [module docs](self)). Implemented for every backend that has the four op traits;
-/// also reachable under its old name, `NormBackend`.
-pub trait KernelBackend: RowNormBackend + AttentionBackend + LinearBackend + GeluBackend {}
+/// A backend with all of addnorm's kernels: norms, attention, linear layers, GELU and the
+/// masked cross-entropy (see the [module docs](self)). Implemented for every backend that
+/// has the five op traits; also reachable under its old name, `NormBackend`.
+pub trait KernelBackend:
+    RowNormBackend + AttentionBackend + LinearBackend + GeluBackend + CrossEntropyBackend
+{
+}
 
-impl<B> KernelBackend for B where B: RowNormBackend + AttentionBackend + LinearBackend + GeluBackend {}
+impl<B> KernelBackend for B where
+    B: RowNormBackend + AttentionBackend + LinearBackend + GeluBackend + CrossEntropyBackend
+{
+}

@@ -19,10 +19,12 @@
 //! - [`linear`]: linear layers as one GEMM per call (rows split over threads), the
 //!   [`LinearBackend`] extension.
 //! - [`gelu`]: exact GELU in one pass each way, the [`GeluBackend`] extension.
+//! - [`cross_entropy`]: the masked token cross-entropy with an optional z-loss, the
+//!   [`CrossEntropyBackend`] extension.
 //!
 //! What unites them:
 //!
-//! - [`kernel_backend`]: [`KernelBackend`], a backend with all four (old name
+//! - [`kernel_backend`]: [`KernelBackend`], a backend with all five (old name
 //!   [`NormBackend`], the same trait): the one bound model code needs.
 //! - [`training`]: [`KernelAutodiffBackend`] (old name [`NormAutodiffBackend`]), the one
 //!   bound generic training code needs.
@@ -51,6 +53,8 @@
 //! - Attention: `O_h = softmax(scale·Q_h·K_hᵀ + causal mask)·V_h` per head.
 //! - Linear: `y = x·W + b` on the last dimension.
 //! - GELU: `y = x·Φ(x)`, Φ the standard normal CDF.
+//! - Cross-entropy: `loss = (Σ_r m_r·(lse_r − z_{r,y_r}) + λ·Σ_r m_r·lse_r²) / Σ_r m_r`,
+//!   `lse_r = log Σ_v e^(z_rv)`.
 //!
 //! Every op is `fused(x)` where the backend has a kernel for `x` and no
 //! [`composite::ForceComposite`] guard is alive, `composite(x)` otherwise; both are
@@ -63,10 +67,13 @@
 //! - linear: `x` `[..., d_in]`, `weight` `[d_in, d_out]`, `bias` `[d_out]`, output
 //!   `[..., d_out]`
 //! - GELU: any shape, output the same
+//! - cross-entropy: `logits` `[..., vocab]`, `targets` (Int) and `mask` `[...]`, output
+//!   `[1]`
 
 pub mod attention;
 pub mod composite;
 pub mod cpu;
+pub mod cross_entropy;
 #[cfg(feature = "cubecl")]
 pub mod cube;
 pub mod fused;
@@ -77,6 +84,7 @@ pub mod norm;
 pub mod training;
 
 pub use attention::AttentionBackend;
+pub use cross_entropy::CrossEntropyBackend;
 pub use gelu::GeluBackend;
 pub use kernel_backend::KernelBackend;
 pub use linear::LinearBackend;

@@ -1,35 +1,37 @@
-//! One training step of addnorm's `TransformerStack` on `Autodiff<NdArray<f32>>`, with the
-//! fused CPU norms, against the same model on the composite path (Burn tensor ops,
-//! differentiated op by op), and against the same model with Burn's built-in norms
+//! One training step of addnorm's `TransformerStack` on `Autodiff<NdArray<f32>>` as a
+//! library user runs it, against the same model in PyTorch; then in the `addnorm`
+//! binary's tuned loop; and, as the second baseline, the same model on the composite path
+//! (Burn tensor ops, differentiated op by op) and with Burn's built-in norms
 //! (`burn::nn::LayerNorm` / `RmsNorm`, through `NormConfig::BurnLayer` / `BurnRms`).
 //!
 //! ```text
 //! cargo bench --bench train_step
 //! cargo bench --bench train_step -- --steps 60     # repetitions per model (default 40)
 //! cargo bench --bench train_step -- --no-torch     # without the PyTorch column
+//! cargo bench --bench train_step -- --no-tuned     # without the tuned loop
 //! cargo bench --bench train_step -- --model T128 --fused-only --no-torch   # to profile
-//! cargo bench --bench train_step -- --default-malloc   # without keep_freed_memory
-//! cargo bench --bench train_step -- --outside-pool     # steps on the main thread
 //! ```
 //!
-//! As `addnorm train` does, the bench applies
-//! `addnorm::kernels::cpu::allocator::keep_freed_memory` and runs the steps on a worker of
-//! a rayon pool; the two flags above measure each without it.
+//! **Your loop** (the headline column) is what a user who adds `addnorm` to their model
+//! gets: the step called from the main thread, which is no rayon worker, with the default
+//! allocator, and the loss in Burn's ops (`log_softmax` + `gather`). **Tuned** is the same
+//! step after the `addnorm` binary's process-wide settings
+//! (`addnorm::kernels::cpu::allocator::keep_freed_memory`, steps on a worker of a rayon
+//! pool); they cannot be undone within a process, so the tuned loop runs after the user's.
 //!
-//! The torch column is the same model written in PyTorch (`crates/addnorm-lab/benches/torch_train_step.py`:
-//! Pre-LN, SDPA attention, exact GELU, AdamW, masked cross-entropy), run as a child process
-//! with the same thread count before the Rust variants; torch / fused above 1 means addnorm
-//! is faster.
+//! The torch column is the same model written in PyTorch
+//! (`crates/addnorm-lab/benches/torch_train_step.py`: Pre-LN, SDPA attention, exact GELU,
+//! AdamW, masked cross-entropy), run as a child process with the same thread count before
+//! the Rust variants; torch / x above 1 means addnorm is faster. GFLOP/s counts the step's
+//! matrix products ([`step_flops`]).
 //!
 //! A step is what `addnorm train` does per batch: forward, masked cross-entropy, backward,
-//! `GradientsParams`, AdamW step. Both variants start from the same seeded weights and
-//! see the same reverse-task batches (length 8, 10 symbols, batch 32: `[32, 17]` tokens).
-//! The composite variant runs its forward under a `ForceComposite` guard, which sends every
-//! norm down the composite path; the fused variant is checked to take the fused kernels.
-//! The three are timed in alternating blocks of consecutive steps (see `ROUNDS`), so that a
-//! change of machine load hits all alike. The table prints the median step time, steps per
-//! second and the ratios composite / fused, burn::nn / fused and torch / fused (above 1:
-//! the fused kernels are faster), then the fused and torch steps split into their phases.
+//! `GradientsParams`, AdamW step. Every variant starts from the same seeded weights and
+//! sees the same batches (the reverse task: length 8, 10 symbols, batch 32, `[32, 17]`
+//! tokens). The composite variant runs its forward under a `ForceComposite` guard, which
+//! sends every kernel down the composite path; the fused variant is checked to take the
+//! fused kernels. Within a loop the variants are timed in alternating blocks of
+//! consecutive steps (see `ROUNDS`), so that a change of machine load hits all alike.
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -39,7 +41,7 @@ use addnorm::kernels::cpu::allocator::keep_freed_memory;
 use addnorm::kernels::cpu::fused_calls;
 use addnorm::nn::{NormConfig, TransformerStack, TransformerStackConfig};
 use addnorm_lab::experiments::task::{Task, TaskKind};
-use addnorm_lab::experiments::train::loss::masked_cross_entropy;
+use addnorm_lab::experiments::train::loss::{masked_cross_entropy, objective};
 use addnorm_lab::experiments::train::seeded::init_model;
 use burn::backend::{Autodiff, NdArray};
 use burn::optim::adaptor::OptimizerAdaptor;
@@ -67,10 +69,12 @@ struct Trainer {
     optimizer: OptimizerAdaptor<AdamW, TransformerStack<Ad>, Ad>,
     batches: Vec<Tensors>,
     next: usize,
+    /// Which loss the step takes: Burn's ops (the user's loop) or the fused kernel.
+    mode: Loop,
 }
 
 impl Trainer {
-    fn new(config: &TransformerStackConfig, batches: Batches) -> Self {
+    fn new(config: &TransformerStackConfig, batches: Batches, mode: Loop) -> Self {
         let device = Default::default();
         Self {
             model: Some(init_model::<Ad>(config, 0, &device)),
@@ -79,6 +83,7 @@ impl Trainer {
                 .map(|step| batches.make(step, &device))
                 .collect(),
             next: 0,
+            mode,
         }
     }
 
@@ -91,7 +96,12 @@ impl Trainer {
             .model
             .take()
             .expect("the model is put back after each step");
-        let loss = masked_cross_entropy(model.forward(inputs), targets, mask);
+        let logits = model.forward(inputs);
+        let loss = match self.mode {
+            Loop::User => masked_cross_entropy(logits, targets, mask),
+            // The lab's objective: addnorm's fused cross-entropy kernel.
+            Loop::Tuned => objective(logits, targets, mask, 0.0),
+        };
         // NdArray runs eagerly: the phases end where their last op returns.
         let forward = start.elapsed();
         let grads = GradientsParams::from_grads(loss.backward(), &model);
@@ -249,11 +259,11 @@ fn compare(
     config: &TransformerStackConfig,
     batches: Batches,
     steps: usize,
-    fused_only: bool,
+    (fused_only, mode): (bool, Loop),
 ) -> (Phases, Duration, Duration) {
-    let mut fused = Trainer::new(config, batches);
-    let mut composite = Trainer::new(config, batches);
-    let mut burn_nn = Trainer::new(&with_burn_norms(config), batches);
+    let mut fused = Trainer::new(config, batches, mode);
+    let mut composite = Trainer::new(config, batches, mode);
+    let mut burn_nn = Trainer::new(&with_burn_norms(config), batches, mode);
     let fused_step = |trainer: &mut Trainer| {
         let before = fused_calls();
         let phases = trainer.step();
@@ -316,29 +326,51 @@ fn model_config(base: TransformerStackConfig, batches: Batches) -> TransformerSt
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    // As `addnorm` does (`--default-malloc` to measure without it).
-    if !args.iter().any(|a| a == "--default-malloc") {
+    // The headline: a library user's own loop, on this (main) thread, with the default
+    // allocator. Then, unless `--no-tuned`, the `addnorm` binary's settings, applied after
+    // the user's loop has run since they cannot be undone: `keep_freed_memory` and the
+    // steps on a worker of a rayon pool.
+    let torch = if args.iter().any(|a| a == "--no-torch") {
+        vec![]
+    } else {
+        let steps = arg(&args, "--steps").map_or(Ok(40), |v| v.parse());
+        torch_timings(steps.expect("--steps takes a positive integer"))
+    };
+    let user = run(&args, Loop::User);
+    let tuned = if args.iter().any(|a| a == "--no-tuned") {
+        vec![]
+    } else {
         keep_freed_memory();
-    }
-    if args.iter().any(|a| a == "--outside-pool") {
-        return run(&args);
-    }
-    // The steps run on a worker of a rayon pool, as `addnorm train` runs them: a kernel
-    // that splits its work then runs one part on the calling thread instead of blocking
-    // it while both pool threads are woken.
-    rayon::ThreadPoolBuilder::new()
-        .build()
-        .expect("a rayon pool can be built")
-        .install(|| run(&args));
+        rayon::ThreadPoolBuilder::new()
+            .build()
+            .expect("a rayon pool can be built")
+            .install(|| run(&args, Loop::Tuned))
+    };
+    report(&torch, &user, &tuned);
 }
 
-fn run(args: &[String]) {
-    let steps = args
-        .iter()
-        .position(|a| a == "--steps")
-        .and_then(|i| args.get(i + 1))
-        .map_or(40, |v| v.parse().expect("--steps takes a positive integer"));
+/// Which loop a measurement ran in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Loop {
+    /// A library user's own loop: the calling (main) thread, the default allocator.
+    User,
+    /// The `addnorm` binary's: `keep_freed_memory`, the steps on a rayon pool worker.
+    Tuned,
+}
 
+/// One model's medians in one loop.
+struct Measured {
+    name: &'static str,
+    fused: Phases,
+    /// Zero when not measured (`--fused-only`, and in the tuned loop).
+    composite: Duration,
+    burn_nn: Duration,
+    /// Multiply-adds ×2 of one step (see [`step_flops`]).
+    flops: f64,
+}
+
+/// The bench's models: name, config and batches.
+fn models() -> Vec<(&'static str, TransformerStackConfig, Batches)> {
     let demo = TransformerStackConfig::new()
         .with_d_model(32)
         .with_n_heads(2)
@@ -350,7 +382,7 @@ fn run(args: &[String]) {
         .with_d_ff(512)
         .with_n_layers(4);
     let reverse = Batches::Reverse;
-    let models = [
+    vec![
         ("tiny (LayerNorm)", TransformerStackConfig::tiny(), reverse),
         (
             "small (LayerNorm)",
@@ -371,81 +403,153 @@ fn run(args: &[String]) {
                 seq: 128,
             },
         ),
-    ];
-    // For profiling one model's fused step: `-- --model T128 --fused-only --no-torch`.
-    let only_model = args
-        .iter()
-        .position(|a| a == "--model")
-        .and_then(|i| args.get(i + 1));
-    let fused_only = args.iter().any(|a| a == "--fused-only");
-    let torch = if args.iter().any(|a| a == "--no-torch") {
-        vec![]
-    } else {
-        torch_timings(steps)
-    };
+    ]
+}
 
+/// The value after `flag`, if given.
+fn arg<'a>(args: &'a [String], flag: &str) -> Option<&'a String> {
+    args.iter()
+        .position(|a| a == flag)
+        .and_then(|i| args.get(i + 1))
+}
+
+/// The floating-point operations of one training step, counted as 2 per multiply-add of
+/// the matrix products (the rest is lower order): forward
+/// `L·(2N·(4d² + 2d·d_ff) + 2B·T(T+1)·d) + 2N·d·V` with `N = B·T` tokens and causal
+/// attention, and the backward twice the forward.
+fn step_flops(config: &TransformerStackConfig, batches: Batches) -> f64 {
+    let (b, t) = match batches {
+        Batches::Reverse => (BATCH_SIZE, TASK.seq_len()),
+        Batches::Random { batch, seq } => (batch, seq),
+    };
+    let block = &config.block;
+    let (n, d, f) = ((b * t) as f64, block.d_model as f64, block.d_ff as f64);
+    let per_layer = 2.0 * n * (4.0 * d * d + 2.0 * d * f) + 2.0 * (b * t * (t + 1)) as f64 * d;
+    let forward = block.n_layers as f64 * per_layer + 2.0 * n * d * config.vocab_size as f64;
+    3.0 * forward
+}
+
+/// Every model's medians in `mode` (the Burn baselines in the user's loop only).
+fn run(args: &[String], mode: Loop) -> Vec<Measured> {
+    let steps =
+        arg(args, "--steps").map_or(40, |v| v.parse().expect("--steps takes a positive integer"));
+    // For profiling one model's fused step: `-- --model T128 --fused-only --no-torch`.
+    let only_model = arg(args, "--model");
+    let fused_only = mode == Loop::Tuned || args.iter().any(|a| a == "--fused-only");
+    models()
+        .into_iter()
+        .filter(|(name, ..)| only_model.is_none_or(|m| name.contains(m.as_str())))
+        .map(|(name, base, batches)| {
+            let config = model_config(base, batches);
+            let (fused, composite, burn_nn) =
+                compare(&config, batches, batches.steps(steps), (fused_only, mode));
+            Measured {
+                name,
+                fused,
+                composite,
+                burn_nn,
+                flops: step_flops(&config, batches),
+            }
+        })
+        .collect()
+}
+
+/// Prints the tables: the user's loop against torch, the tuned loop, the Burn baselines
+/// and the phases.
+fn report(torch: &[TorchTiming], user: &[Measured], tuned: &[Measured]) {
     println!(
-        "One training step (forward, masked cross-entropy, backward, AdamW) of \
-         TransformerStack (Pre-LN) on Autodiff<NdArray<f32>>; reverse task, length {}, {} \
-         symbols, batch {BATCH_SIZE} ([{BATCH_SIZE}, {}] tokens); median of {steps} steps; \
-         {} rayon threads.",
-        TASK.length,
-        TASK.symbols,
-        TASK.seq_len(),
-        rayon::current_num_threads()
+        "One training step (forward, masked cross-entropy in Burn ops, backward, AdamW) of \
+         TransformerStack (Pre-LN) on Autodiff<NdArray<f32>>; median of the steps; {} \
+         threads. tiny: d_model 32, 2 heads, d_ff 128, 2 layers. small: 64, 4, 256, 4. \
+         demo (the `addnorm demo` model): 32, 2, 128, 6; these on the reverse task \
+         ([{BATCH_SIZE}, {}] tokens). d128 T128: 128, 4, 512, 4 on [16, 128] random tokens \
+         (a quarter of the steps).",
+        rayon::current_num_threads(),
+        TASK.seq_len()
     );
     println!(
-        "tiny: d_model 32, 2 heads, d_ff 128, 2 layers. small: 64, 4, 256, 4. demo (the \
-         `addnorm demo` model): 32, 2, 128, 6. d128 T128: 128, 4, 512, 4 on [16, 128] random \
-         tokens (a quarter of the steps). torch: the same model in PyTorch \
-         (crates/addnorm-lab/benches/torch_train_step.py, same threads, run before the Rust variants).\n"
+        "your loop: the step called from main, default allocator (what a library user \
+         gets). tuned: the `addnorm` binary's settings (keep_freed_memory, steps on a rayon \
+         worker). torch: the same model in PyTorch \
+         (crates/addnorm-lab/benches/torch_train_step.py, same threads, run first). \
+         torch/x above 1: addnorm is faster.\n"
     );
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
     println!(
-        "{:<22} {:>11} {:>9} {:>14} {:>14} {:>11} {:>16} {:>15} {:>12}",
+        "{:<22} {:>12} {:>9} {:>11} {:>12} {:>11} {:>12} {:>11}",
         "model",
-        "fused",
-        "steps/s",
-        "composite",
-        "burn::nn",
+        "your loop",
+        "GFLOP/s",
         "torch",
-        "composite/fused",
-        "burn::nn/fused",
-        "torch/fused"
+        "torch/yours",
+        "tuned",
+        "torch/tuned",
+        "tuned/yours"
     );
-    let mut phase_rows = vec![];
-    for (name, base, batches) in models {
-        if only_model.is_some_and(|m| !name.contains(m.as_str())) {
-            continue;
-        }
-        let config = model_config(base, batches);
-        let (phases, composite, burn_nn) =
-            compare(&config, batches, batches.steps(steps), fused_only);
-        let fused = phases.total();
-        let torch = torch.iter().find(|t| t.model == name);
-        let torch_ms = torch.map_or(f64::NAN, |t| t.median_ms);
-        let ms = |d: Duration| d.as_secs_f64() * 1e3;
-        let per_s = |d: Duration| 1.0 / d.as_secs_f64();
+    for m in user {
+        let torch_ms = torch
+            .iter()
+            .find(|t| t.model == m.name)
+            .map_or(f64::NAN, |t| t.median_ms);
+        let yours = ms(m.fused.total());
+        let tuned_ms = tuned
+            .iter()
+            .find(|t| t.name == m.name)
+            .map_or(f64::NAN, |t| ms(t.fused.total()));
         println!(
-            "{:<22} {:>8.2} ms {:>9.1} {:>11.2} ms {:>11.2} ms {:>8.2} ms {:>15.2}× {:>14.2}× {:>11.2}×",
-            name,
-            ms(fused),
-            per_s(fused),
-            ms(composite),
-            ms(burn_nn),
+            "{:<22} {:>9.2} ms {:>9.1} {:>8.2} ms {:>11.2}× {:>8.2} ms {:>11.2}× {:>10.2}×",
+            m.name,
+            yours,
+            m.flops / yours * 1e-6,
             torch_ms,
-            composite.as_secs_f64() / fused.as_secs_f64(),
-            burn_nn.as_secs_f64() / fused.as_secs_f64(),
-            torch_ms / ms(fused),
+            torch_ms / yours,
+            tuned_ms,
+            torch_ms / tuned_ms,
+            yours / tuned_ms,
         );
-        phase_rows.push((name, phases.show(), torch.map(|t| t.phases.clone())));
+    }
+    if user.iter().any(|m| !m.composite.is_zero()) {
+        println!("\nBurn baselines in your loop (above 1: the fused kernels are faster)");
+        println!(
+            "{:<22} {:>12} {:>14} {:>14} {:>16} {:>15}",
+            "model", "fused", "composite", "burn::nn", "composite/fused", "burn::nn/fused"
+        );
+        for m in user {
+            let fused = m.fused.total().as_secs_f64();
+            println!(
+                "{:<22} {:>9.2} ms {:>11.2} ms {:>11.2} ms {:>15.2}× {:>14.2}×",
+                m.name,
+                fused * 1e3,
+                ms(m.composite),
+                ms(m.burn_nn),
+                m.composite.as_secs_f64() / fused,
+                m.burn_nn.as_secs_f64() / fused,
+            );
+        }
     }
     println!(
         "\nPhases, medians in ms: forward with the loss / backward with GradientsParams / \
          AdamW step"
     );
-    println!("{:<22} {:>28} {:>28}", "model", "fused", "torch");
-    for (name, fused, torch) in phase_rows {
-        let torch = torch.unwrap_or_else(|| "-".into());
-        println!("{name:<22} {fused:>28} {torch:>28}");
+    println!(
+        "{:<22} {:>22} {:>22} {:>22}",
+        "model", "your loop", "tuned", "torch"
+    );
+    for m in user {
+        let tuned = tuned
+            .iter()
+            .find(|t| t.name == m.name)
+            .map_or_else(|| "-".into(), |t| t.fused.show());
+        let torch = torch
+            .iter()
+            .find(|t| t.model == m.name)
+            .map_or_else(|| "-".into(), |t| t.phases.clone());
+        println!(
+            "{:<22} {:>22} {:>22} {:>22}",
+            m.name,
+            m.fused.show(),
+            tuned,
+            torch
+        );
     }
 }

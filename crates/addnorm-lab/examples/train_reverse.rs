@@ -34,6 +34,11 @@
 //! [`PlainRenderer`] prints a line every 25 iterations and one per finished epoch. Logs
 //! and the summary go to `$TMPDIR/addnorm-train-reverse/`.
 //!
+//! At the end it prints the median wall time per train iteration under the Learner
+//! (data, forward, backward, metrics and the optimizer step) and the forward + backward
+//! part of it, to set beside the same model's step in the lab's own loop
+//! (`cargo bench --bench train_step -- --model tiny`); the README reports the two.
+//!
 //! ```text
 //! sequence  [BOS, x₁ … x₈, SEP, x₈ … x₁]     xᵢ among 10 symbols
 //! loss      masked next-token cross-entropy on the answer positions
@@ -43,6 +48,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::io::IsTerminal;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use addnorm::backend::{AutodiffBackend as Ad, Backend as Inner, device};
 use addnorm::nn::{TransformerStack, TransformerStackConfig};
@@ -97,6 +103,27 @@ static FUSED_ON_WORKERS: FusedOnWorkers = FusedOnWorkers {
     calls: std::sync::atomic::AtomicUsize::new(0),
     threads: std::sync::Mutex::new(Vec::new()),
 };
+
+/// When each train step started and how long its forward + backward took, to set the
+/// Learner's time per iteration (the interval between starts: data, forward, backward,
+/// metrics and the optimizer step) beside the lab's own loop (`benches/train_step.rs`).
+static STEP_TIMES: std::sync::Mutex<Vec<(Instant, Duration)>> = std::sync::Mutex::new(Vec::new());
+
+/// `(median interval between train steps, median forward + backward)`, over the
+/// iterations of one epoch (intervals that span an epoch's validation are left out by
+/// the median).
+fn step_timing() -> Option<(Duration, Duration)> {
+    let times = STEP_TIMES.lock().unwrap_or_else(|e| e.into_inner());
+    let median = |mut v: Vec<Duration>| {
+        v.sort();
+        v.get(v.len() / 2).copied()
+    };
+    let intervals = times.windows(2).map(|w| w[1].0 - w[0].0).collect();
+    Some((
+        median(intervals)?,
+        median(times.iter().map(|t| t.1).collect())?,
+    ))
+}
 
 /// The padding id: never a target, so the accuracy metric skips the positions set to it.
 const PAD: usize = 0;
@@ -215,11 +242,16 @@ where
     type Output = ReverseOutput<B::InnerBackend>;
 
     fn step(&self, batch: ReverseBatch<B>) -> TrainOutput<Self::Output> {
+        let started = Instant::now();
         let before = addnorm::kernels::fused::fused_calls().backward;
         let (logits, loss) = self.forward_loss(&batch);
         let grads = loss.backward();
         FUSED_ON_WORKERS.record(addnorm::kernels::fused::fused_calls().backward - before);
         let grad_norm = global_gradient_norm(self, &grads);
+        STEP_TIMES
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push((started, started.elapsed()));
         let output = ReverseOutput {
             loss: loss.inner(),
             logits: logits.inner(),
@@ -549,6 +581,15 @@ fn main() {
             .load(std::sync::atomic::Ordering::Relaxed),
         FUSED_ON_WORKERS.threads.lock().map_or(0, |t| t.len())
     );
+    if let Some((iteration, step)) = step_timing() {
+        println!(
+            "Learner: {:.2} ms per train iteration (median; forward + backward {:.2} ms of it); \
+             the same model's step in the lab's loop: `cargo bench --bench train_step -- \
+             --model tiny`",
+            iteration.as_secs_f64() * 1e3,
+            step.as_secs_f64() * 1e3
+        );
+    }
     let trained: ReverseModel<Inner> = result.model;
     let batch = ReverseBatcher.batch(
         (0..valid.len()).filter_map(|i| valid.get(i)).collect(),

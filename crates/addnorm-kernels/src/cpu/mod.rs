@@ -8,6 +8,9 @@
 //! - [`exp`], [`tanh`]: vectorizable f32 `exp` and `tanh` (the softmax, GELU, DyT).
 //! - [`gemm`]: strided GEMMs on slices (`matrixmultiply`), for attention and linear layers.
 //! - [`memory`]: output buffers on transparent huge pages.
+//! - [`parallel`]: a kernel's tasks in parallel, the calling thread taking part when it is
+//!   not a pool worker (a user's `main`).
+//! - [`scratch`]: work buffers kept from one call to the next.
 //! - [`allocator`]: [`allocator::keep_freed_memory`], glibc `malloc` settings a training
 //!   binary may apply so each step reuses the last step's memory.
 //! - [`ndarray`] (with the `ndarray` feature): the glue that runs the kernels on `NdArray`
@@ -31,7 +34,9 @@ pub mod gemm;
 pub mod memory;
 #[cfg(feature = "ndarray")]
 pub mod ndarray;
+pub mod parallel;
 pub mod real;
+pub mod scratch;
 pub mod tanh;
 
 #[cfg(test)]

@@ -39,7 +39,7 @@
 //! assert_eq!(dx[0], 0.5); // Φ(0)
 //! ```
 
-use rayon::prelude::*;
+use crate::cpu::parallel::{self, ChunksMut};
 
 use crate::cpu::dispatch::vectorized;
 use crate::cpu::real::Real;
@@ -139,10 +139,12 @@ pub fn forward<E: NormalCdf>(x: &[E], y: &mut [E]) {
     };
     match chunk_len(x.len()) {
         None => task(x, y),
-        Some(chunk) => x
-            .par_chunks(chunk)
-            .zip(y.par_chunks_mut(chunk))
-            .for_each(|(x, y)| task(x, y)),
+        Some(size) => {
+            let ys = ChunksMut::new(y, size);
+            parallel::for_each(ys.count(), |i| {
+                task(parallel::chunk(x, size, i), ys.take(i))
+            });
+        }
     }
 }
 
@@ -167,11 +169,13 @@ pub fn backward<E: NormalCdf>(x: &[E], dy: &[E], dx: &mut [E]) {
     };
     match chunk_len(x.len()) {
         None => task(x, dy, dx),
-        Some(chunk) => x
-            .par_chunks(chunk)
-            .zip(dy.par_chunks(chunk))
-            .zip(dx.par_chunks_mut(chunk))
-            .for_each(|((x, dy), dx)| task(x, dy, dx)),
+        Some(size) => {
+            let dxs = ChunksMut::new(dx, size);
+            parallel::for_each(dxs.count(), |i| {
+                let (x, dy) = (parallel::chunk(x, size, i), parallel::chunk(dy, size, i));
+                task(x, dy, dxs.take(i));
+            });
+        }
     }
 }
 
@@ -193,10 +197,12 @@ pub fn backward_in_place<E: NormalCdf>(x: &[E], grad: &mut [E]) {
     };
     match chunk_len(x.len()) {
         None => task(x, grad),
-        Some(chunk) => x
-            .par_chunks(chunk)
-            .zip(grad.par_chunks_mut(chunk))
-            .for_each(|(x, grad)| task(x, grad)),
+        Some(size) => {
+            let grads = ChunksMut::new(grad, size);
+            parallel::for_each(grads.count(), |i| {
+                task(parallel::chunk(x, size, i), grads.take(i));
+            });
+        }
     }
 }
 

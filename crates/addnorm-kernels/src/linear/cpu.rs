@@ -21,14 +21,17 @@
 //! - `x`, `dx`: `[rows, d_in]`; `w`, `dw`: `[d_in, d_out]`; `b`, `db`: `[d_out]`;
 //!   `y`, `dy`: `[rows, d_out]` (all row-major)
 
-use rayon::prelude::*;
-
 use crate::cpu::gemm::{Gemm, Strided};
-use crate::cpu::memory::zeroed_output;
+use crate::cpu::memory::{written_output, zeroed_output};
+use crate::cpu::parallel::{self, ChunksMut};
+use crate::cpu::scratch::Scratch;
 
-/// Below this many multiply-adds a call stays on the calling thread: handing work to
-/// rayon's pool costs about 0.1 ms on the 2-core development VM.
-const SERIAL_BELOW_FLOPS: usize = 1 << 21;
+/// Below this many multiply-adds a call stays on the calling thread. Since
+/// `crate::cpu::parallel` never puts a worker's wake-up on the caller's path, a split call
+/// costs the caller only the helper's spawn (microseconds), so the bar is low: 2¹⁸ (it was
+/// 2²¹ with rayon's fork-join; lowering it made the `small` training step 5–10% faster,
+/// PERFORMANCE.md §8).
+const SERIAL_BELOW_FLOPS: usize = 1 << 18;
 
 /// Rows per task are a multiple of this: the height of `matrixmultiply`'s f32 micro-kernel
 /// tile, so no task computes a partial tile it need not.
@@ -124,12 +127,7 @@ fn reading<E>(values: &[E], width: usize, r0: usize) -> Strided<E> {
 
 /// Runs `task` on each row block, in parallel when there are several.
 fn for_blocks(blocks: &[(usize, usize)], task: impl Fn(usize, usize) + Sync + Send) {
-    if blocks.len() == 1 {
-        let (r0, r1) = blocks[0];
-        task(r0, r1);
-    } else {
-        blocks.par_iter().for_each(|&(r0, r1)| task(r0, r1));
-    }
+    parallel::for_each(blocks.len(), |i| task(blocks[i].0, blocks[i].1));
 }
 
 /// `y = x·w + b` into a new `[rows, d_out]` buffer.
@@ -142,31 +140,38 @@ pub fn forward<E: Gemm>(dims: LinearDims, x: &[E], w: &[E], b: Option<&[E]>) -> 
         x.len() == rows * d_in && w.len() == d_in * d_out,
         "linear forward: lengths"
     );
-    let mut y = zeroed_output::<E>(rows * d_out);
-    if rows == 0 {
-        return y;
-    }
     if let Some(b) = b {
         assert_eq!(b.len(), d_out, "linear forward: bias length");
-        y.chunks_exact_mut(d_out)
-            .for_each(|row| row.copy_from_slice(b));
     }
     let beta = if b.is_some() { E::ONE } else { E::ZERO };
-    let out = RowBlocks::new(&mut y, d_out);
-    for_blocks(&dims.row_blocks(), |r0, r1| {
-        // SAFETY: x and w are live and read only; each task writes its own rows of y.
-        unsafe {
-            E::gemm(
-                [r1 - r0, d_in, d_out],
-                E::ONE,
-                reading(x, d_in, r0),
-                reading(w, d_out, 0),
-                beta,
-                out.at(r0),
-            );
+    let fill = |y: *mut E| {
+        if let Some(b) = b {
+            for r in 0..rows {
+                // SAFETY: row r of the `rows × d_out` buffer; b has d_out elements.
+                unsafe { std::ptr::copy_nonoverlapping(b.as_ptr(), y.add(r * d_out), d_out) };
+            }
         }
-    });
-    y
+        let out = RowBlocks {
+            ptr: y,
+            width: d_out,
+        };
+        for_blocks(&dims.row_blocks(), |r0, r1| {
+            // SAFETY: x and w are live and read only; each task writes its own rows of y,
+            // all of them (β = 0), or reads only the bias just copied there (β = 1).
+            unsafe {
+                E::gemm(
+                    [r1 - r0, d_in, d_out],
+                    E::ONE,
+                    reading(x, d_in, r0),
+                    reading(w, d_out, 0),
+                    beta,
+                    out.at(r0),
+                );
+            }
+        });
+    };
+    // SAFETY: the row blocks cover every row, and the GEMM writes every column of each.
+    unsafe { written_output(rows * d_out, fill) }
 }
 
 /// `dx = dy·wᵀ`, `[rows, d_in]`.
@@ -179,25 +184,28 @@ pub fn backward_input<E: Gemm>(dims: LinearDims, dy: &[E], w: &[E]) -> Vec<E> {
         dy.len() == rows * d_out && w.len() == d_in * d_out,
         "linear dx: lengths"
     );
-    let mut dx = zeroed_output::<E>(rows * d_in);
-    if rows == 0 {
-        return dx;
-    }
-    let out = RowBlocks::new(&mut dx, d_in);
-    for_blocks(&dims.row_blocks(), |r0, r1| {
-        // SAFETY: dy and w are read only; each task writes its own rows of dx.
-        unsafe {
-            E::gemm(
-                [r1 - r0, d_out, d_in],
-                E::ONE,
-                reading(dy, d_out, r0),
-                reading(w, d_out, 0).t(),
-                E::ZERO,
-                out.at(r0),
-            );
-        }
-    });
-    dx
+    let fill = |dx: *mut E| {
+        let out = RowBlocks {
+            ptr: dx,
+            width: d_in,
+        };
+        for_blocks(&dims.row_blocks(), |r0, r1| {
+            // SAFETY: dy and w are read only; each task writes all of its own rows of dx
+            // (β = 0: nothing is read).
+            unsafe {
+                E::gemm(
+                    [r1 - r0, d_out, d_in],
+                    E::ONE,
+                    reading(dy, d_out, r0),
+                    reading(w, d_out, 0).t(),
+                    E::ZERO,
+                    out.at(r0),
+                );
+            }
+        });
+    };
+    // SAFETY: the row blocks cover every row, and the GEMM writes every column of each.
+    unsafe { written_output(rows * d_in, fill) }
 }
 
 /// `(dw, db)`: `dw = xᵀ·dy` (`[d_in, d_out]`) and, when `bias`, `db = Σ_rows dy`.
@@ -215,11 +223,13 @@ pub fn backward_parameters<E: Gemm>(
         x.len() == rows * d_in && dy.len() == rows * d_out,
         "linear dw: lengths"
     );
-    let partial = |(r0, r1): (usize, usize)| {
-        let mut dw = zeroed_output::<E>(d_in * d_out);
+    // Block 0's product goes straight into dW; the others into pooled scratch buffers,
+    // added to it in block order.
+    let partial = |(r0, r1): (usize, usize), dw: &mut [E]| {
         if r1 > r0 {
-            let out = RowBlocks::new(&mut dw, d_out);
-            // SAFETY: x and dy are read only; dw is this task's own buffer.
+            let out = RowBlocks::new(dw, d_out);
+            // SAFETY: x and dy are read only; dw is this task's own buffer; with β = 0 the
+            // GEMM overwrites it without reading it.
             unsafe {
                 E::gemm(
                     [d_in, r1 - r0, d_out],
@@ -231,21 +241,30 @@ pub fn backward_parameters<E: Gemm>(
                 );
             }
         }
-        let db = bias.then(|| column_sums(&dy[r0 * d_out..r1 * d_out], d_out));
-        (dw, db)
+        bias.then(|| column_sums(&dy[r0 * d_out..r1 * d_out], d_out))
     };
     let blocks = dims.reduction_blocks();
-    let mut parts: Vec<_> = if blocks.len() == 1 {
-        vec![partial(blocks[0])]
-    } else {
-        blocks.par_iter().map(|&block| partial(block)).collect()
+    let mut dw = zeroed_output::<E>(d_in * d_out);
+    let mut scratch: Vec<Scratch<E>> = (1..blocks.len())
+        .map(|_| Scratch::take(d_in * d_out))
+        .collect();
+    let db = {
+        let mut targets: Vec<&mut [E]> = std::iter::once(&mut dw[..])
+            .chain(scratch.iter_mut().map(|s| &mut s[..]))
+            .collect();
+        let targets = ChunksMut::new(&mut targets, 1);
+        let sums = parallel::map(blocks.len(), |i| partial(blocks[i], targets.take(i)[0]));
+        let mut sums = sums.into_iter();
+        let first = sums.next().flatten();
+        sums.fold(first, |total, part| {
+            total.zip(part).map(|(mut total, part)| {
+                add_into(&mut total, &part);
+                total
+            })
+        })
     };
-    let (mut dw, mut db) = parts.remove(0);
-    for (part_w, part_b) in parts {
-        add_into(&mut dw, &part_w);
-        if let (Some(db), Some(part_b)) = (db.as_mut(), part_b) {
-            add_into(db, &part_b);
-        }
+    for part in &scratch {
+        add_into(&mut dw, part);
     }
     (dw, db)
 }

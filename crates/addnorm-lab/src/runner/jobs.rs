@@ -86,10 +86,10 @@ pub fn run_jobs_with_bar<T: Sync, R: Send>(
 /// Runs `f` on a worker of a new rayon pool of `threads` threads (rayon's default, one per
 /// core, when `None`), as `addnorm train` runs its one run.
 ///
-/// A kernel that splits its work over the pool then computes one part on the calling
-/// thread, instead of blocking it while every pool thread is woken: on the toy models
-/// that saved a quarter of a step (`cargo bench --bench train_step -- --outside-pool`
-/// measures the difference).
+/// The pool sets the run's thread count (`--threads`). Since issue 25 the kernels let the
+/// calling thread take part in their parallel calls wherever it runs
+/// (`addnorm::kernels::cpu::parallel`), so running on a worker is no longer what makes
+/// the step fast; results are bit-identical whatever the thread count.
 ///
 /// # Panics
 /// If the pool cannot be built (the OS refuses threads).

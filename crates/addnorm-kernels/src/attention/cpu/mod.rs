@@ -32,7 +32,7 @@
 pub mod backward;
 pub mod forward;
 
-use rayon::prelude::*;
+use crate::cpu::parallel;
 
 pub use crate::cpu::gemm::{Gemm, Strided};
 use crate::cpu::real::Real;
@@ -41,10 +41,12 @@ use crate::cpu::real::Real;
 /// `[QUERY_BLOCK, T]` scratch stays in the L2 cache up to T ≈ 1024.
 pub const QUERY_BLOCK: usize = 64;
 
-/// Below this many multiply-adds in a call, the tasks run on the calling thread: handing
-/// work to rayon's pool costs about 0.1 ms on the 2-core development VM (see
-/// `crate::norm::cpu::plan`), as much as a whole `[32, 2, 17, 16]` attention.
-const SERIAL_BELOW_FLOPS: usize = 1 << 21;
+/// Below this many multiply-adds a call stays on the calling thread. Since
+/// `crate::cpu::parallel` never puts a worker's wake-up on the caller's path, a split call
+/// costs the caller only the helper's spawn (microseconds), so the bar is low: 2¹⁸ (it was
+/// 2²¹ with rayon's fork-join; lowering it made the `small` training step 5–10% faster,
+/// PERFORMANCE.md §8).
+const SERIAL_BELOW_FLOPS: usize = 1 << 18;
 
 /// Multiply-adds one rayon job should at least carry.
 const MIN_JOB_FLOPS: usize = 1 << 18;
@@ -120,12 +122,17 @@ where
             .iter()
             .fold(identity, |acc, item| combine(acc, task(&mut buffer, item)));
     }
-    let min_len = MIN_JOB_FLOPS.div_ceil(flops_per_item.max(1));
-    items
-        .par_iter()
-        .with_min_len(min_len)
-        .map_init(&scratch, |buffer, item| task(buffer, item))
-        .reduce(|| identity, &combine)
+    // Tasks of `per_task` consecutive items, each with its own scratch buffer; their
+    // results are combined in task order.
+    let per_task = MIN_JOB_FLOPS.div_ceil(flops_per_item.max(1)).max(1);
+    parallel::map(items.len().div_ceil(per_task), |t| {
+        let mut buffer = scratch();
+        parallel::chunk(items, per_task, t)
+            .iter()
+            .fold(identity, |acc, item| combine(acc, task(&mut buffer, item)))
+    })
+    .into_iter()
+    .fold(identity, &combine)
 }
 
 /// The query blocks `(i0, i1)` of a sequence of `seq` rows.

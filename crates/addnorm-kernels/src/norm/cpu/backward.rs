@@ -29,7 +29,7 @@
 //! - `shift`, `rstd`: `[rows]`, as the forward saved them
 //! - returned dγ, dβ: `[n]` (the caller sums them for a scalar γ/β)
 
-use rayon::prelude::*;
+use crate::cpu::parallel::{self, ChunksMut, chunk};
 
 use super::plan::{RowPlan, rows_per_task};
 use crate::cpu::dispatch::vectorized;
@@ -135,13 +135,15 @@ fn run<E: Real>(
     if per_task >= rows {
         return task(0, grad, x, shift, rstd);
     }
-    let partials: Vec<FeatureGrads<E>> = grad
-        .par_chunks_mut(per_task * n)
-        .zip(x.par_chunks(per_task * n))
-        .zip(shift.par_chunks(per_task).zip(rstd.par_chunks(per_task)))
-        .enumerate()
-        .map(|(i, ((grad, x), (shift, rstd)))| task(i * per_task * n, grad, x, shift, rstd))
-        .collect();
+    let grads = ChunksMut::new(grad, per_task * n);
+    let partials = parallel::map(grads.count(), |i| {
+        let (x, shift, rstd) = (
+            chunk(x, per_task * n, i),
+            chunk(shift, per_task, i),
+            chunk(rstd, per_task, i),
+        );
+        task(i * per_task * n, grads.take(i), x, shift, rstd)
+    });
     let mut partials = partials.into_iter();
     let mut total = partials.next().unwrap_or_else(|| FeatureGrads {
         gamma: vec![E::ZERO; n],

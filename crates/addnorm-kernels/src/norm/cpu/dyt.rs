@@ -35,7 +35,7 @@
 //! assert_eq!(grads.beta, vec![1.0, 1.0]);
 //! ```
 
-use rayon::prelude::*;
+use crate::cpu::parallel::{self, ChunksMut, chunk};
 
 use super::plan::rows_per_task;
 use crate::cpu::dispatch::vectorized;
@@ -62,9 +62,8 @@ pub fn forward<E: Real>(n: usize, x: &[E], alpha: E, gamma: &[E], beta: &[E], y:
     if per_task >= x.len() {
         return task(y, x);
     }
-    y.par_chunks_mut(per_task)
-        .zip(x.par_chunks(per_task))
-        .for_each(|(y, x)| task(y, x));
+    let ys = ChunksMut::new(y, per_task);
+    parallel::for_each(ys.count(), |i| task(ys.take(i), chunk(x, per_task, i)));
 }
 
 /// The parameter gradients of one backward call.
@@ -168,11 +167,13 @@ fn run_backward<E: Real>(
     if per_task >= x.len() {
         return task(0, grad, x);
     }
-    grad.par_chunks_mut(per_task)
-        .zip(x.par_chunks(per_task))
-        .enumerate()
-        .map(|(i, (grad, x))| task(i * per_task, grad, x))
-        .reduce(|| DynamicTanhGrads::zeros(n), DynamicTanhGrads::add)
+    // The partial sums are added in task order, whatever thread ran each task.
+    let grads = ChunksMut::new(grad, per_task);
+    parallel::map(grads.count(), |i| {
+        task(i * per_task, grads.take(i), chunk(x, per_task, i))
+    })
+    .into_iter()
+    .fold(DynamicTanhGrads::zeros(n), DynamicTanhGrads::add)
 }
 
 /// One row of the forward. Indexed loops over slices of one length, so the compiler

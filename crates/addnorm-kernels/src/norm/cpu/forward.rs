@@ -33,7 +33,7 @@
 //! assert!((y[0] + 1.5_f64.sqrt()).abs() < 1e-12 && y[1] == 0.0);
 //! ```
 
-use rayon::prelude::*;
+use crate::cpu::parallel::{self, ChunksMut, chunk};
 
 use super::plan::{RowPlan, rows_per_task};
 use crate::cpu::dispatch::vectorized;
@@ -84,11 +84,15 @@ pub fn forward<E: Real>(
     if per_task >= rows {
         return task(y, x, shift, rstd);
     }
-    y.par_chunks_mut(per_task * n)
-        .zip(x.par_chunks(per_task * n))
-        .zip(shift.par_chunks_mut(per_task))
-        .zip(rstd.par_chunks_mut(per_task))
-        .for_each(|(((y, x), shift), rstd)| task(y, x, shift, rstd));
+    let (ys, shifts, rstds) = (
+        ChunksMut::new(y, per_task * n),
+        ChunksMut::new(shift, per_task),
+        ChunksMut::new(rstd, per_task),
+    );
+    parallel::for_each(ys.count(), |i| {
+        let x = chunk(x, per_task * n, i);
+        task(ys.take(i), x, shifts.take(i), rstds.take(i));
+    });
 }
 
 /// One row: returns its shift `s` and `r`.

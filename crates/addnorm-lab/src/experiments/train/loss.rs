@@ -12,6 +12,8 @@
 //! - logits: `[batch, seq, vocab]`; targets: `[batch, seq]` (Int); mask `m`: `[batch, seq]`
 //! - loss, z-loss: `[1]`; log Z: `[batch, seq]`
 
+use addnorm::KernelBackend;
+use addnorm::kernels::cross_entropy::masked_cross_entropy as fused_cross_entropy;
 use burn::tensor::{ElementConversion, Int, Tensor, activation::log_softmax, backend::Backend};
 
 /// Masked next-token cross-entropy, averaged over the answer positions.
@@ -49,19 +51,25 @@ pub fn mean_log_partition<B: Backend>(logits: Tensor<B, 3>, mask: Tensor<B, 2>) 
         .elem()
 }
 
-/// The training objective: masked cross-entropy, plus `z` times the z-loss when `z > 0`.
-pub fn objective<B: Backend>(
+/// The training objective: masked cross-entropy, plus `z` times the z-loss when `z > 0`
+/// (a `z` of 0 or less, or NaN, adds nothing).
+///
+/// It is [`masked_cross_entropy`]` + z·`[`z_loss`] computed by addnorm's fused kernel
+/// ([`addnorm::kernels::cross_entropy`]): one pass over the logits forward, one backward,
+/// where the backend has a kernel (`NdArray`), and the same formula in Burn's ops elsewhere.
+/// The functions above stay in Burn's ops: they evaluate, and the benchmark times them as
+/// the loss a user would write.
+///
+/// # Panics
+/// If `z` is infinite, or a target is outside the vocabulary.
+pub fn objective<B: KernelBackend>(
     logits: Tensor<B, 3>,
     targets: Tensor<B, 2, Int>,
     mask: Tensor<B, 2>,
     z: f64,
 ) -> Tensor<B, 1> {
-    let ce = masked_cross_entropy(logits.clone(), targets, mask.clone());
-    if z > 0.0 {
-        ce + z_loss(logits, mask) * z
-    } else {
-        ce
-    }
+    let z_loss_weight = if z > 0.0 { z } else { 0.0 };
+    fused_cross_entropy(logits, targets, mask, z_loss_weight)
 }
 
 /// Token and exact-sequence accuracy on the answer positions.
@@ -89,5 +97,68 @@ pub fn accuracy<B: Backend>(
     Accuracy {
         token,
         exact: exact / batch as f64,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use addnorm::backend::ndarray::{AutodiffBackend as B, device};
+    use addnorm::kernels::fused::fused_calls;
+    use burn::tensor::{ElementConversion, Int, Tensor, TensorData};
+
+    use super::*;
+
+    /// `objective` (the fused kernel) against the Burn-ops loss it replaces, in value and
+    /// in the logits' gradient, z-loss off and on, with masked-out positions.
+    #[test]
+    fn objective_matches_the_burn_ops_loss_and_its_gradient() {
+        let d = device();
+        let [batch, seq, vocab] = [3, 4, 7];
+        let logits: Vec<f32> = (0..batch * seq * vocab)
+            .map(|i| ((i * 7919) % 101) as f32 / 12.0 - 4.0)
+            .collect();
+        let targets: Vec<i64> = (0..batch * seq).map(|i| (i * 5 % vocab) as i64).collect();
+        let mask: Vec<f32> = (0..batch * seq)
+            .map(|i| if i % seq < 2 { 0.0 } else { 1.0 })
+            .collect();
+        let run = |fused: bool, z: f64| {
+            let x =
+                Tensor::<B, 3>::from_data(TensorData::new(logits.clone(), [batch, seq, vocab]), &d)
+                    .require_grad();
+            let t =
+                Tensor::<B, 2, Int>::from_data(TensorData::new(targets.clone(), [batch, seq]), &d);
+            let m = Tensor::<B, 2>::from_data(TensorData::new(mask.clone(), [batch, seq]), &d);
+            let loss = if fused {
+                objective(x.clone(), t, m, z)
+            } else if z > 0.0 {
+                masked_cross_entropy(x.clone(), t, m.clone()) + z_loss(x.clone(), m) * z
+            } else {
+                masked_cross_entropy(x.clone(), t, m)
+            };
+            let grads = loss.backward();
+            let value: f64 = loss.into_scalar().elem();
+            let grad: Vec<f32> = x.grad(&grads).expect("dz").into_data().to_vec().unwrap();
+            (value, grad)
+        };
+        for z in [0.0, 1e-2, -1.0] {
+            let before = fused_calls();
+            let (value, grad) = run(true, z);
+            assert_eq!(
+                fused_calls().backward,
+                before.backward + 1,
+                "the fused path ran"
+            );
+            let (expected, expected_grad) = run(false, z);
+            assert!(
+                (value - expected).abs() < 1e-5,
+                "z {z}: {value} vs {expected}"
+            );
+            let worst = grad
+                .iter()
+                .zip(&expected_grad)
+                .map(|(a, e)| (a - e).abs())
+                .fold(0.0, f32::max);
+            assert!(worst < 1e-6, "z {z}: gradient off by {worst:e}");
+        }
     }
 }
