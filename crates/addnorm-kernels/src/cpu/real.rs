@@ -5,6 +5,7 @@
 //! changes the result, so the compiler keeps it serial. [`sum_map`] keeps [`LANES`]
 //! independent totals instead, which the compiler maps onto SIMD registers, and adds them
 //! pairwise at the end (which is also more accurate than one long running sum).
+//! [`max_of`] takes a maximum the same way (exact in any order).
 //!
 //! ```
 //! use addnorm_kernels::cpu::real::sum_map;
@@ -152,9 +153,45 @@ pub fn sum_map2<E: Real>(a: &[E], b: &[E], f: impl Fn(E, E) -> E) -> E {
     sum_lanes(lanes)
 }
 
+/// The larger of two values (the second when they are unordered, so a NaN `b` is kept).
+#[inline(always)]
+pub fn larger<E: Real>(a: E, b: E) -> E {
+    if a > b { a } else { b }
+}
+
+/// The largest element of a non-empty slice, in [`LANES`] interleaved lanes so that it
+/// vectorizes.
+///
+/// # Panics
+/// If `x` is empty.
+#[inline(always)]
+pub fn max_of<E: Real>(x: &[E]) -> E {
+    let mut lanes = [x[0]; LANES];
+    let chunks = x.chunks_exact(LANES);
+    let tail = chunks.remainder();
+    for chunk in chunks {
+        for (lane, &v) in lanes.iter_mut().zip(chunk) {
+            *lane = larger(*lane, v);
+        }
+    }
+    for (lane, &v) in lanes.iter_mut().zip(tail) {
+        *lane = larger(*lane, v);
+    }
+    lanes.into_iter().fold(lanes[0], larger)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lane_maxima_cover_every_element_of_odd_lengths() {
+        for len in [1, 15, 16, 17, 33, 1000] {
+            let x: Vec<f32> = (0..len).map(|v| ((v * 37) % 101) as f32 - 50.0).collect();
+            let expected = x.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+            assert_eq!(max_of(&x), expected, "len {len}");
+        }
+    }
 
     #[test]
     fn lane_sums_cover_every_element_of_odd_lengths() {

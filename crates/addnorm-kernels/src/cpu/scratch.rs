@@ -35,8 +35,14 @@ pub const POOL_BUFFERS: usize = 64;
 /// The most bytes the pool keeps, over all its buffers.
 pub const POOL_BYTES: usize = 64 << 20;
 
-/// Buffers of every element type, each boxed as `Vec<E>`.
-static POOL: Mutex<Vec<Box<dyn Any + Send>>> = Mutex::new(Vec::new());
+/// A pooled buffer of any element type, boxed as `Vec<E>`, with its capacity in bytes.
+struct Pooled {
+    bytes: usize,
+    buffer: Box<dyn Any + Send>,
+}
+
+/// The pool's buffers.
+static POOL: Mutex<Vec<Pooled>> = Mutex::new(Vec::new());
 
 /// A work buffer from the pool, given back when dropped (see the [module docs](self)).
 pub struct Scratch<E: Real> {
@@ -51,13 +57,14 @@ impl<E: Real> Scratch<E> {
         let best = pool
             .iter()
             .enumerate()
-            .filter_map(|(i, b)| b.downcast_ref::<Vec<E>>().map(|v| (i, v.capacity())))
+            .filter_map(|(i, p)| p.buffer.downcast_ref::<Vec<E>>().map(|v| (i, v.capacity())))
             .filter(|&(_, capacity)| capacity >= len)
             .min_by_key(|&(_, capacity)| capacity)
             .map(|(i, _)| i);
         let mut buffer = match best {
             Some(i) => *pool
                 .swap_remove(i)
+                .buffer
                 .downcast::<Vec<E>>()
                 .expect("the index was found by type"),
             None => Vec::new(),
@@ -84,16 +91,14 @@ impl<E: Real> DerefMut for Scratch<E> {
 impl<E: Real> Drop for Scratch<E> {
     fn drop(&mut self) {
         let buffer = std::mem::take(&mut self.buffer);
-        let bytes = |b: &Box<dyn Any + Send>| {
-            b.downcast_ref::<Vec<f32>>()
-                .map(|v| v.capacity() * 4)
-                .or_else(|| b.downcast_ref::<Vec<f64>>().map(|v| v.capacity() * 8))
-                .unwrap_or(0)
-        };
+        let bytes = buffer.capacity() * size_of::<E>();
         let mut pool = POOL.lock().unwrap_or_else(|e| e.into_inner());
-        let held: usize = pool.iter().map(bytes).sum();
-        if pool.len() < POOL_BUFFERS && held + buffer.capacity() * size_of::<E>() <= POOL_BYTES {
-            pool.push(Box::new(buffer));
+        let held: usize = pool.iter().map(|p| p.bytes).sum();
+        if pool.len() < POOL_BUFFERS && held + bytes <= POOL_BYTES {
+            pool.push(Pooled {
+                bytes,
+                buffer: Box::new(buffer),
+            });
         }
     }
 }

@@ -48,7 +48,8 @@
 //! ```
 
 use crate::cpu::dispatch::vectorized;
-use crate::cpu::real::{LANES, Real, sum_map};
+use crate::cpu::parallel::{self, ChunksMut};
+use crate::cpu::real::{Real, max_of, sum_map};
 
 /// A chunk of rows holds about this many logits: a few hundred KiB, enough to outweigh the
 /// cost of handing a task to rayon's pool, few enough to spread a call over the threads.
@@ -127,44 +128,24 @@ fn mask_total<E: LossReal>(mask: &[E]) -> f64 {
     mask.iter().map(|&m| m.to_f64()).sum()
 }
 
-/// The row's maximum, in [`LANES`] interleaved lanes so that it vectorizes. A NaN may be
-/// skipped here; it still reaches the row's sum of exponentials.
-#[inline(always)]
-fn row_max<E: Real>(row: &[E]) -> E {
-    let mut lanes = [row[0]; LANES];
-    let chunks = row.chunks_exact(LANES);
-    let tail = chunks.remainder();
-    for chunk in chunks {
-        for (lane, &v) in lanes.iter_mut().zip(chunk) {
-            *lane = if v > *lane { v } else { *lane };
-        }
-    }
-    for (lane, &v) in lanes.iter_mut().zip(tail) {
-        *lane = if v > *lane { v } else { *lane };
-    }
-    lanes
-        .into_iter()
-        .fold(lanes[0], |m, v| if v > m { v } else { m })
-}
-
 /// `log Σ_v e^(z_v)` around the row's maximum.
 #[inline(always)]
 fn log_sum_exp<E: Real>(row: &[E]) -> E {
-    let max = row_max(row);
+    let max = max_of(row);
     max + sum_map(row, |v| (v - max).exp()).ln()
 }
 
-/// Runs `task` on each chunk of `rows_per_chunk` rows with its index range, in parallel
-/// when there are several chunks and threads (`crate::cpu::parallel`: the calling thread
-/// takes part), and returns the results in chunk order.
+/// Runs `task` on each chunk of `rows_per_chunk` rows with its index and row range, in
+/// parallel when there are several chunks and threads (`crate::cpu::parallel`: the calling
+/// thread takes part), and returns the results in chunk order.
 fn over_chunks<R: Send>(
     dims: CrossEntropyDims,
-    task: impl Fn(core::ops::Range<usize>) -> R + Sync + Send,
+    task: impl Fn(usize, core::ops::Range<usize>) -> R + Sync + Send,
 ) -> Vec<R> {
     let size = rows_per_chunk(dims.vocab);
     let chunks = dims.rows.div_ceil(size);
     let range = |c: usize| c * size..((c + 1) * size).min(dims.rows);
-    crate::cpu::parallel::map(chunks, |c| task(range(c)))
+    parallel::map(chunks, |c| task(c, range(c)))
 }
 
 /// The masked loss (see the [module docs](self)); writes each row's `lse`.
@@ -183,10 +164,9 @@ pub fn forward<E: LossReal>(
     dims.check(logits, targets, mask, lse.len(), "forward");
     check_z_loss(z_loss);
     let vocab = dims.vocab;
-    let lse_out = SharedRows::new(lse);
-    let partials = over_chunks(dims, |rows| {
-        // SAFETY: the chunks' row ranges are disjoint; `lse` is borrowed for the call.
-        let lse = unsafe { lse_out.rows(rows.clone()) };
+    let lse_chunks = ChunksMut::new(lse, rows_per_chunk(vocab));
+    let partials = over_chunks(dims, |c, rows| {
+        let lse = lse_chunks.take(c);
         let logits = &logits[rows.start * vocab..rows.end * vocab];
         vectorized(
             #[inline(always)]
@@ -240,10 +220,9 @@ pub fn backward<E: LossReal>(
     check_z_loss(z_loss);
     let vocab = dims.vocab;
     let scale = grad.to_f64() / mask_total(mask);
-    let dz_out = SharedRows::new(dz);
-    over_chunks(dims, |rows| {
-        // SAFETY: the chunks' row ranges are disjoint; `dz` is borrowed for the call.
-        let dz = unsafe { dz_out.rows(rows.start * vocab..rows.end * vocab) };
+    let dz_chunks = ChunksMut::new(dz, (rows_per_chunk(vocab) * vocab).max(1));
+    over_chunks(dims, |c, rows| {
+        let dz = dz_chunks.take(c);
         let logits = &logits[rows.start * vocab..rows.end * vocab];
         vectorized(
             #[inline(always)]
@@ -279,38 +258,6 @@ pub(crate) fn check_z_loss(z_loss: f64) {
         z_loss.is_finite() && z_loss >= 0.0,
         "cross-entropy: z_loss must be finite and ≥ 0, got {z_loss}"
     );
-}
-
-/// A mutable slice whose disjoint ranges the tasks of one call write.
-struct SharedRows<E> {
-    ptr: *mut E,
-    len: usize,
-}
-
-// SAFETY: the tasks holding it write disjoint ranges of a slice the call borrows mutably
-// for its whole duration.
-unsafe impl<E: Send> Send for SharedRows<E> {}
-// SAFETY: as above.
-unsafe impl<E: Send> Sync for SharedRows<E> {}
-
-impl<E> SharedRows<E> {
-    fn new(values: &mut [E]) -> Self {
-        Self {
-            ptr: values.as_mut_ptr(),
-            len: values.len(),
-        }
-    }
-
-    /// The elements `range` of the slice.
-    ///
-    /// # Safety
-    /// No other live reference may overlap `range`, and the slice must outlive the result.
-    #[allow(clippy::mut_from_ref)]
-    unsafe fn rows(&self, range: core::ops::Range<usize>) -> &mut [E] {
-        assert!(range.start <= range.end && range.end <= self.len);
-        // SAFETY: in bounds (asserted); exclusive by the caller's contract.
-        unsafe { std::slice::from_raw_parts_mut(self.ptr.add(range.start), range.len()) }
-    }
 }
 
 #[cfg(test)]

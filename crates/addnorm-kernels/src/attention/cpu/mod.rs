@@ -35,7 +35,7 @@ pub mod forward;
 use crate::cpu::parallel;
 
 pub use crate::cpu::gemm::{Gemm, Strided};
-use crate::cpu::real::Real;
+pub(crate) use crate::cpu::real::{larger, max_of};
 
 /// Query rows per task: enough rows for the GEMMs to run at speed, few enough that the
 /// `[QUERY_BLOCK, T]` scratch stays in the L2 cache up to T ≈ 1024.
@@ -140,31 +140,6 @@ fn query_blocks(seq: usize) -> impl Iterator<Item = (usize, usize)> {
     (0..seq)
         .step_by(QUERY_BLOCK)
         .map(move |i0| (i0, (i0 + QUERY_BLOCK).min(seq)))
-}
-
-/// The larger of two values (the second when they are unordered).
-#[inline(always)]
-fn larger<E: Real>(a: E, b: E) -> E {
-    if a > b { a } else { b }
-}
-
-/// The largest element of a non-empty slice, in [`crate::cpu::real::LANES`] lanes so that
-/// it vectorizes.
-#[inline(always)]
-fn max_of<E: Real>(x: &[E]) -> E {
-    const LANES: usize = crate::cpu::real::LANES;
-    let mut lanes = [x[0]; LANES];
-    let chunks = x.chunks_exact(LANES);
-    let tail = chunks.remainder();
-    for chunk in chunks {
-        for (lane, &v) in lanes.iter_mut().zip(chunk) {
-            *lane = larger(*lane, v);
-        }
-    }
-    for (lane, &v) in lanes.iter_mut().zip(tail) {
-        *lane = larger(*lane, v);
-    }
-    lanes.into_iter().fold(lanes[0], larger)
 }
 
 #[cfg(test)]
