@@ -20,10 +20,36 @@
 //! Throughput = runs / wall time; the table gives the median over repeats, the ratio to
 //! the sequential sweep, and, for the core-count row, the target
 //! `≥ 0.8 × cores × single-thread throughput`.
+//!
+//! # What stacking K runs could gain (issue 26)
+//! A second table bounds what training K runs of one shape as one stacked model (a member
+//! axis on every parameter) could buy. Such a stack does at least the work of one run whose
+//! batch is K times larger, in the same kernels with the same per-member shapes, and pays
+//! no less per-op bookkeeping. So the time per member-step of a `--batch 32·K` run is a
+//! lower bound on a K-stack's, and `time(K = 1) / time(K)` an upper bound on its gain:
+//!
+//! ```text
+//! ms per member-step(K, threads) = ms per step of `addnorm train --batch 32K` / K
+//! bound on a K-stack's gain      = ms per member-step(1, threads) / ms per member-step(K, threads)
+//! against --jobs                 = ms per member-step(1, 1 thread) / cores
+//!                                  (what `--jobs cores` gets with perfect scaling)
+//! GFLOP/s                        = 3 · forward flops (matrix products, as the train_step
+//!                                  bench counts them) / time; peak = cores · 2 FMA units
+//!                                  · lanes · 2 · GHz (from /proc/cpuinfo; an estimate)
+//! ```
+//!
+//! Each time is the difference of two `addnorm train` runs that differ only in the step
+//! count (5 and 5 + n steps), so start-up, evaluations and checkpoints cancel.
+//!
+//! ```text
+//! cargo bench --bench sweep_throughput -- --stack-bound-only    # the second table alone
+//! ```
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Instant;
+
+use addnorm_lab::experiments::task::{Task, TaskKind};
 
 /// One way of running the grid.
 struct Plan {
@@ -152,6 +178,14 @@ fn median(mut v: Vec<f64>) -> f64 {
 fn main() {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let repeats = env_usize("ADDNORM_BENCH_REPEATS", 2).max(1);
+    if !std::env::args().any(|a| a == "--stack-bound-only") {
+        sweep_table(cores, repeats);
+    }
+    stack_bound_table(cores, repeats.max(3));
+}
+
+/// The sweep's plans, timed and printed (the first table).
+fn sweep_table(cores: usize, repeats: usize) {
     let seeds = env_usize("ADDNORM_BENCH_SEEDS", 2).max(1);
     let runs = (3 * 2 * seeds) as f64;
     let dir: PathBuf =
@@ -200,4 +234,160 @@ fn main() {
         },
         per_minute[per_minute.len() - 1]
     );
+}
+
+/// The stacking members the second table measures.
+const MEMBERS: [usize; 4] = [1, 4, 8, 16];
+
+/// Sequences per member (the demo's batch).
+const MEMBER_BATCH: usize = 32;
+
+/// The demo's model: `(layers, d, d_ff)`, on [`TASK`].
+const DEMO_MODEL: (usize, usize, usize) = (6, 32, 128);
+
+/// The `addnorm train` default task the bound is measured on.
+const TASK: Task = Task {
+    kind: TaskKind::Reverse,
+    length: 8,
+    symbols: 10,
+};
+
+/// Floating-point operations of one member-step, counted as the train_step bench counts
+/// them: 2 per multiply-add of the matrix products, causal attention, backward twice the
+/// forward.
+fn member_step_flops() -> f64 {
+    let (layers, d, ff) = DEMO_MODEL;
+    let (t, v) = (TASK.seq_len(), TASK.vocab_size());
+    let n = (MEMBER_BATCH * t) as f64;
+    let (d, ff) = (d as f64, ff as f64);
+    let per_layer =
+        2.0 * n * (4.0 * d * d + 2.0 * d * ff) + 2.0 * (MEMBER_BATCH * t * (t + 1)) as f64 * d;
+    3.0 * (layers as f64 * per_layer + 2.0 * n * d * v as f64)
+}
+
+/// This machine's f32 peak in GFLOP/s, estimated: cores · 2 FMA units · lanes (16 with
+/// AVX-512, 8 with AVX2, else 4) · 2 flops · the clock /proc/cpuinfo reports.
+fn peak_gflops(cores: usize) -> Option<f64> {
+    let info = std::fs::read_to_string("/proc/cpuinfo").ok()?;
+    let mhz: f64 = info
+        .lines()
+        .find(|l| l.starts_with("cpu MHz"))?
+        .split(':')
+        .nth(1)?
+        .trim()
+        .parse()
+        .ok()?;
+    let lanes = if info.contains(" avx512f") {
+        16.0
+    } else if info.contains(" avx2") {
+        8.0
+    } else {
+        4.0
+    };
+    Some(cores as f64 * 2.0 * lanes * 2.0 * mhz / 1000.0)
+}
+
+/// Seconds of one `addnorm train` run of the demo's model at `members · 32` sequences per
+/// batch, for `steps` steps on `threads` rayon threads.
+fn time_train(dir: &Path, members: usize, steps: usize, threads: usize) -> f64 {
+    std::fs::remove_dir_all(dir).ok();
+    let (layers, d, ..) = DEMO_MODEL;
+    let started = Instant::now();
+    let status = Command::new(env!("CARGO_BIN_EXE_addnorm"))
+        .env("RAYON_NUM_THREADS", threads.to_string())
+        .args([
+            "train",
+            "--backend",
+            "ndarray",
+            "--placement",
+            "pre",
+            "--depth",
+            &layers.to_string(),
+            "--d-model",
+            &d.to_string(),
+            "--batch",
+            &(members * MEMBER_BATCH).to_string(),
+            "--steps",
+            &steps.to_string(),
+            "--eval-every",
+            "100000",
+            "--stats-every",
+            "100000",
+            "--checkpoint-every",
+            "100000",
+            "--out",
+            dir.to_str().expect("utf-8 temp path"),
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .expect("the addnorm binary starts");
+    assert!(status.success(), "addnorm train failed ({status})");
+    started.elapsed().as_secs_f64()
+}
+
+/// Milliseconds per member-step at `members` on `threads`: the difference between runs of
+/// 5 + n and 5 steps, over n·members.
+fn member_step_ms(dir: &Path, members: usize, threads: usize) -> f64 {
+    let extra = (240 / members).max(10);
+    let short = time_train(dir, members, 5, threads);
+    let long = time_train(dir, members, 5 + extra, threads);
+    1e3 * (long - short) / (extra * members) as f64
+}
+
+/// The second table: the bound on what stacking K runs could gain (see the module docs).
+fn stack_bound_table(cores: usize, repeats: usize) {
+    let dir: PathBuf =
+        std::env::temp_dir().join(format!("addnorm-stack-bound-{}", std::process::id()));
+    let flops = member_step_flops();
+    let peak = peak_gflops(cores);
+    let mut thread_counts = vec![1];
+    if cores > 1 {
+        thread_counts.push(cores);
+    }
+    // Interleaved: every (threads, K) cell once per repeat.
+    let cells: Vec<(usize, usize)> = thread_counts
+        .iter()
+        .flat_map(|&t| MEMBERS.iter().map(move |&k| (t, k)))
+        .collect();
+    let mut times: Vec<Vec<f64>> = vec![vec![]; cells.len()];
+    for _ in 0..repeats {
+        for (&(threads, members), cell) in cells.iter().zip(&mut times) {
+            cell.push(member_step_ms(&dir, members, threads));
+        }
+    }
+    std::fs::remove_dir_all(&dir).ok();
+    let ms: Vec<f64> = times.into_iter().map(median).collect();
+    let at = |threads: usize, members: usize| {
+        ms[cells
+            .iter()
+            .position(|&c| c == (threads, members))
+            .expect("a measured cell")]
+    };
+    // `--jobs cores` at K = 1, scaling perfectly: one single-thread run per core.
+    let jobs = at(1, 1) / cores as f64;
+    println!(
+        "\nwhat stacking K runs could gain at most: the demo's model (Pre-LN, 6 layers, d 32, \
+         d_ff 128, [32, 17] tokens per member) trained at batch 32·K, median of {repeats}; \
+         {:.3} GFLOP per member-step; peak {} (estimated); --jobs {cores} at K = 1, scaling \
+         perfectly: {jobs:.2} ms per member-step",
+        flops / 1e9,
+        peak.map_or("unknown".into(), |p| format!("{p:.0} GFLOP/s"))
+    );
+    println!(
+        "| K | threads | ms per member-step | GFLOP/s | % of peak | bound on a K-stack's gain, \
+         same threads | bound over --jobs {cores} |"
+    );
+    println!("|---|---|---|---|---|---|---|");
+    for (&(threads, members), &ms_k) in cells.iter().zip(&ms) {
+        let gflops = flops / ms_k / 1e6;
+        let share = peak.map_or("-".into(), |p| format!("{:.0}%", 100.0 * gflops / p));
+        // A stack on fewer threads than cores leaves the other cores to more stacks.
+        let over_jobs = jobs / (ms_k * threads as f64 / cores as f64);
+        println!(
+            "| {members} | {threads} | {ms_k:.2} | {gflops:.1} | {share} | {:.2}× | {over_jobs:.2}× |",
+            at(threads, 1) / ms_k
+        );
+    }
+    println!("issue 26's target: a K-stack at 3× the runs per minute of --stack 1");
 }
