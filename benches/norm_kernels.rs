@@ -19,6 +19,14 @@
 //! element-wise ops: as the NdArray glue runs them (a fresh `y`, dx over a uniquely owned
 //! dy), and on warm buffers whose pages are mapped already (as in the copy loop).
 //!
+//! The GroupNorm table (issue 27) times `addnorm::nn::GroupNorm` / `InstanceNorm` on
+//! `[N, C, H, W]` against `burn::nn::GroupNorm` / `InstanceNorm`, the composite path and
+//! PyTorch's CPU `nn.GroupNorm` (`benches/torch_group_norm.py`, run as a child process
+//! with the same thread count by `$ADDNORM_PYTHON`, default `python3`; skipped, saying so,
+//! without torch).
+//!
+//! `-- --group-only` runs that table alone.
+//!
 //! `--rss` additionally runs one step at 4096×1024 per implementation in a child process
 //! and reports its peak resident memory (VmHWM).
 //!
@@ -337,6 +345,11 @@ fn main() {
     }
 
     let (single_copy, copy) = copy_bandwidth();
+    if args.iter().any(|a| a == "--group-only") {
+        println!("copy bandwidth (read + write): {copy:.1} GB/s");
+        group_norm_table(copy);
+        return;
+    }
     let threads = rayon::current_num_threads();
     println!(
         "Autodiff<NdArray<f32>>, forward + backward of y = norm(x), loss = Σ y·dy; \
@@ -405,6 +418,7 @@ fn main() {
         }
     }
     dynamic_tanh_table();
+    group_norm_table(copy);
     if args.iter().any(|a| a == "--rss") {
         peak_rss_report();
     }
@@ -496,4 +510,180 @@ fn gpu_table(_max_reps: usize) {
         "--wgpu needs the wgpu feature: cargo bench --bench norm_kernels --features wgpu -- --wgpu"
     );
     std::process::exit(2);
+}
+
+/// The GroupNorm table's cases: label, `[N, C, H, W]`, groups (C for InstanceNorm).
+const GROUP_CASES: [(&str, [usize; 4], usize); 3] = [
+    ("GroupNorm 32 groups", [32, 64, 32, 32], 32),
+    ("InstanceNorm", [32, 64, 32, 32], 64),
+    ("GroupNorm 8 groups", [8, 256, 16, 16], 8),
+];
+
+/// Which GroupNorm a step runs.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum GroupImplementation {
+    /// `addnorm::nn::GroupNorm` / `InstanceNorm`, fused.
+    Fused,
+    /// The same module under `ForceComposite`.
+    Composite,
+    /// `burn::nn::GroupNorm` / `InstanceNorm`.
+    Burn,
+    /// No norm (`y = x`): the step's own loss and graph, the floor under every row.
+    LossOnly,
+}
+
+/// One forward + backward step of a GroupNorm case.
+fn group_norm_step(
+    shape: [usize; 4],
+    groups: usize,
+    implementation: GroupImplementation,
+) -> impl FnMut() {
+    let device = Default::default();
+    let x = Tensor::<Ad, 4>::random(shape, Distribution::Normal(0.5, 2.0), &device);
+    let dy = Tensor::<Ad, 4>::random(shape, Distribution::Normal(0.0, 1.0), &device);
+    let channels = shape[1];
+    let ours = addnorm::nn::GroupNormConfig::new(groups, channels).init::<Ad>(&device);
+    let burn_group = burn::nn::GroupNormConfig::new(groups, channels).init::<Ad>(&device);
+    let burn_instance = burn::nn::InstanceNormConfig::new(channels).init::<Ad>(&device);
+    move || {
+        let _guard = (implementation == GroupImplementation::Composite)
+            .then(addnorm_kernels::composite::ForceComposite::new);
+        let x = x.clone().require_grad();
+        let y = match implementation {
+            GroupImplementation::Burn if groups == channels => burn_instance.forward(x.clone()),
+            GroupImplementation::Burn => burn_group.forward(x.clone()),
+            GroupImplementation::LossOnly => x.clone(),
+            _ => ours.forward(x.clone()),
+        };
+        let grads = (y * dy.clone()).sum().backward();
+        black_box(x.grad(&grads));
+    }
+}
+
+/// The fused GroupNorm kernels alone on slices, as the `NdArray` glue runs them in a step:
+/// the forward into a fresh `y`, the backward over dy in place (a copy of dy made before
+/// each timing, untimed).
+fn group_kernel_time(shape: [usize; 4], groups: usize, reps: usize) -> Duration {
+    use addnorm_kernels::group_norm::{GroupDims, GroupNormSpec, cpu};
+    let spec = GroupNormSpec {
+        groups,
+        epsilon: 1e-5,
+    };
+    let [n, c, h, w] = shape;
+    let dims = GroupDims::new(&shape, &spec);
+    let elements = n * c * h * w;
+    let x: Vec<f32> = (0..elements)
+        .map(|i| ((i * 7919) % 1000) as f32 / 250.0)
+        .collect();
+    let dy: Vec<f32> = (0..elements)
+        .map(|i| ((i * 104_729) % 997) as f32 / 500.0)
+        .collect();
+    let (gamma, beta) = (vec![1.0_f32; c], vec![0.0_f32; c]);
+    median_with_setup(
+        2,
+        reps,
+        || dy.clone(),
+        |mut grad| {
+            let (y, (shift, rstd)) = cpu::forward(dims, &x, &gamma, &beta, 1e-5);
+            black_box(&y);
+            black_box(cpu::backward_in_place(
+                dims,
+                &x,
+                &gamma,
+                (&shift, &rstd),
+                &mut grad,
+            ));
+        },
+    )
+}
+
+/// PyTorch's `(step, loss-only)` milliseconds for [`GROUP_CASES`], by label, from
+/// `benches/torch_group_norm.py`; empty (with a note) when Python or torch is missing.
+fn torch_group_times() -> Vec<(String, [f64; 2])> {
+    let python = std::env::var("ADDNORM_PYTHON").unwrap_or_else(|_| "python3".into());
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/benches/torch_group_norm.py");
+    let output = std::process::Command::new(&python)
+        .arg(script)
+        .arg(rayon::current_num_threads().to_string())
+        .output();
+    match output {
+        Ok(out) if out.status.success() => String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter_map(|l| {
+                let mut fields = l.split('\t');
+                let label = fields.next()?.to_string();
+                let step = fields.next()?.trim().parse().ok()?;
+                let floor = fields.next()?.trim().parse().ok()?;
+                Some((label, [step, floor]))
+            })
+            .collect(),
+        _ => {
+            println!("(torch: {python} with torch is not available; its column is empty)");
+            vec![]
+        }
+    }
+}
+
+/// GroupNorm and InstanceNorm: addnorm (fused and composite) against Burn's modules and
+/// PyTorch, forward + backward (issue 27's targets: ≥ 5× Burn, no slower than torch). "norm
+/// only" is each step less its own harness's loss-only step (Burn's for the Rust rows,
+/// torch's for torch), as in the LayerNorm table; "kernel" the fused kernels alone, with
+/// its bandwidth (20 bytes per element) over the copy bandwidth.
+fn group_norm_table(copy: f64) {
+    println!(
+        "\nGroupNorm / InstanceNorm on [N, C, H, W], forward + backward; steps, then norm only \
+         (the step less its harness's loss-only step); torch: the same in PyTorch, same \
+         threads, run first:"
+    );
+    let torch = torch_group_times();
+    println!(
+        "{:<20} {:<15} {:>10} {:>10} {:>10} {:>10} {:>10} | {:>10} {:>10} {:>10} {:>8} {:>8} | {:>10} {:>6}",
+        "norm",
+        "shape",
+        "burn::nn",
+        "composite",
+        "addnorm",
+        "torch",
+        "loss only",
+        "burn::nn",
+        "addnorm",
+        "torch",
+        "÷ burn",
+        "torch ÷",
+        "kernel",
+        "% copy"
+    );
+    for (label, shape, groups) in GROUP_CASES {
+        let elements: usize = shape.iter().product();
+        let reps = repetitions(elements);
+        let time = |implementation| {
+            median(2, reps, group_norm_step(shape, groups, implementation)).as_secs_f64() * 1e3
+        };
+        let burn_ms = time(GroupImplementation::Burn);
+        let composite = time(GroupImplementation::Composite);
+        let ours = time(GroupImplementation::Fused);
+        let floor = time(GroupImplementation::LossOnly);
+        let kernel = group_kernel_time(shape, groups, reps);
+        let torch_ms = torch.iter().find(|(l, _)| l == label).map(|(_, t)| *t);
+        let (burn_norm, our_norm) = (burn_ms - floor, ours - floor);
+        let torch_norm = torch_ms.map(|[step, floor]| step - floor);
+        let cell = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.2} ms"));
+        println!(
+            "{:<20} {:<15} {:>7.2} ms {:>7.2} ms {:>7.2} ms {:>10} {:>7.2} ms | {:>7.2} ms {:>7.2} ms {:>10} {:>7.1}× {:>8} | {:>7.2} ms {:>5.0}%",
+            label,
+            format!("{shape:?}"),
+            burn_ms,
+            composite,
+            ours,
+            cell(torch_ms.map(|t| t[0])),
+            floor,
+            burn_norm,
+            our_norm,
+            cell(torch_norm),
+            burn_norm / our_norm,
+            torch_norm.map_or("-".into(), |t| format!("{:.2}×", t / our_norm)),
+            kernel.as_secs_f64() * 1e3,
+            100.0 * gbps(elements, kernel) / copy,
+        );
+    }
 }

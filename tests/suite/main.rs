@@ -12,6 +12,7 @@ mod common;
 mod fused_kernels;
 mod gelu;
 mod gpu_guard;
+mod group_norm;
 mod linear;
 mod norm_errors;
 mod norm_gradcheck;

@@ -3,8 +3,8 @@
 //! Each op has its own backend extension, in its folder and built the same way (a composite
 //! default, a `fused_*` override per backend returning `Option`, one `Autodiff` node):
 //! [`RowNormBackend`] (LayerNorm, RMSNorm, DyT), [`AttentionBackend`], [`LinearBackend`],
-//! [`GeluBackend`] and [`CrossEntropyBackend`]. `KernelBackend` unites these five op
-//! traits: a blanket impl gives it to every backend that has the five, so `NdArray`, every CubeCL backend (`Wgpu`, `Cuda`, with or
+//! [`GeluBackend`], [`CrossEntropyBackend`] and [`GroupNormBackend`]. `KernelBackend`
+//! unites these six op traits: a blanket impl gives it to every backend that has the six, so `NdArray`, every CubeCL backend (`Wgpu`, `Cuda`, with or
 //! without Burn's fusion) and `Autodiff<B>` of any of them have it with no code of yours.
 //!
 //! # Why this name
@@ -20,7 +20,7 @@
 //! `B: KernelBackend`, or through the op trait, `<B as RowNormBackend>::norm_rows(..)`.
 //!
 //! # A backend of your own
-//! Implement the five op traits (all five empty for the composite paths):
+//! Implement the six op traits (all six empty for the composite paths):
 //!
 //! ```ignore
 //! impl addnorm_kernels::RowNormBackend for MyBackend {}
@@ -28,6 +28,7 @@
 //! impl addnorm_kernels::LinearBackend for MyBackend {}
 //! impl addnorm_kernels::GeluBackend for MyBackend {}
 //! impl addnorm_kernels::CrossEntropyBackend for MyBackend {}
+//! impl addnorm_kernels::GroupNormBackend for MyBackend {}
 //! // MyBackend: KernelBackend now, through the blanket impl.
 //! ```
 //!
@@ -60,18 +61,29 @@
 use crate::attention::AttentionBackend;
 use crate::cross_entropy::CrossEntropyBackend;
 use crate::gelu::GeluBackend;
+use crate::group_norm::GroupNormBackend;
 use crate::linear::LinearBackend;
 use crate::norm::RowNormBackend;
 
-/// A backend with all of addnorm's kernels: norms, attention, linear layers, GELU and the
-/// masked cross-entropy (see the [module docs](self)). Implemented for every backend that
-/// has the five op traits; also reachable under its old name, `NormBackend`.
+/// A backend with all of addnorm's kernels: norms, attention, linear layers, GELU, the
+/// masked cross-entropy and GroupNorm (see the [module docs](self)). Implemented for every
+/// backend that has the six op traits; also reachable under its old name, `NormBackend`.
 pub trait KernelBackend:
-    RowNormBackend + AttentionBackend + LinearBackend + GeluBackend + CrossEntropyBackend
+    RowNormBackend
+    + AttentionBackend
+    + LinearBackend
+    + GeluBackend
+    + CrossEntropyBackend
+    + GroupNormBackend
 {
 }
 
 impl<B> KernelBackend for B where
-    B: RowNormBackend + AttentionBackend + LinearBackend + GeluBackend + CrossEntropyBackend
+    B: RowNormBackend
+        + AttentionBackend
+        + LinearBackend
+        + GeluBackend
+        + CrossEntropyBackend
+        + GroupNormBackend
 {
 }

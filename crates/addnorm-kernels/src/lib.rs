@@ -21,10 +21,12 @@
 //! - [`gelu`]: exact GELU in one pass each way, the [`GeluBackend`] extension.
 //! - [`cross_entropy`]: the masked token cross-entropy with an optional z-loss, the
 //!   [`CrossEntropyBackend`] extension.
+//! - [`group_norm`]: GroupNorm and InstanceNorm over `[N, C, …]`, the [`GroupNormBackend`]
+//!   extension (built on [`norm`]'s row norm, one way).
 //!
 //! What unites them:
 //!
-//! - [`kernel_backend`]: [`KernelBackend`], a backend with all five (old name
+//! - [`kernel_backend`]: [`KernelBackend`], a backend with all six (old name
 //!   [`NormBackend`], the same trait): the one bound model code needs.
 //! - [`training`]: [`KernelAutodiffBackend`] (old name [`NormAutodiffBackend`]), the one
 //!   bound generic training code needs.
@@ -44,7 +46,7 @@
 //!   counts.
 //!
 //! Imports point from the ops to the shared modules, never back, and no two modules import
-//! each other.
+//! each other (`group_norm` uses `norm`; nothing uses `group_norm`).
 //!
 //! # Formula
 //! - Norms, on the rows of a `[rows, n]` matrix: `y = (x − μ) / D(σ², ε) · γ + β`, with the
@@ -53,6 +55,8 @@
 //! - Attention: `O_h = softmax(scale·Q_h·K_hᵀ + causal mask)·V_h` per head.
 //! - Linear: `y = x·W + b` on the last dimension.
 //! - GELU: `y = x·Φ(x)`, Φ the standard normal CDF.
+//! - GroupNorm: the row norm over each (sample, group) block of `[N, C, S]`, then
+//!   `·γ_c + β_c` per channel.
 //! - Cross-entropy: `loss = (Σ_r m_r·(lse_r − z_{r,y_r}) + λ·Σ_r m_r·lse_r²) / Σ_r m_r`,
 //!   `lse_r = log Σ_v e^(z_rv)`.
 //!
@@ -67,6 +71,7 @@
 //! - linear: `x` `[..., d_in]`, `weight` `[d_in, d_out]`, `bias` `[d_out]`, output
 //!   `[..., d_out]`
 //! - GELU: any shape, output the same
+//! - GroupNorm: `x`, output `[N, C, …]`; `gamma`, `beta` `[C]`
 //! - cross-entropy: `logits` `[..., vocab]`, `targets` (Int) and `mask` `[...]`, output
 //!   `[1]`
 
@@ -78,6 +83,7 @@ pub mod cross_entropy;
 pub mod cube;
 pub mod fused;
 pub mod gelu;
+pub mod group_norm;
 pub mod kernel_backend;
 pub mod linear;
 pub mod norm;
@@ -86,6 +92,7 @@ pub mod training;
 pub use attention::AttentionBackend;
 pub use cross_entropy::CrossEntropyBackend;
 pub use gelu::GeluBackend;
+pub use group_norm::GroupNormBackend;
 pub use kernel_backend::KernelBackend;
 pub use linear::LinearBackend;
 pub use norm::{Centering, EpsilonPlacement, RowNormBackend, RowNormSpec, Variance};

@@ -51,6 +51,6 @@ pub use block::{
     TransformerStack, TransformerStackConfig, xavier_normal,
 };
 pub use norm::{
-    Affine, DynamicTanh, DynamicTanhConfig, Identity, LayerNorm, LayerNormConfig, Norm, NormConfig,
-    RmsNorm, RmsNormConfig,
+    Affine, DynamicTanh, DynamicTanhConfig, GroupNorm, GroupNormConfig, Identity, InstanceNorm,
+    InstanceNormConfig, LayerNorm, LayerNormConfig, Norm, NormConfig, RmsNorm, RmsNormConfig,
 };

@@ -7,7 +7,7 @@ use burn::tensor::{Tensor, backend::Backend};
 
 use super::{PytorchLoadError, StateDict};
 use crate::block::{AddNorm, FeedForward, MultiHeadSelfAttention, Placement, TransformerBlock};
-use crate::norm::{DynamicTanh, LayerNorm, Norm, RmsNorm};
+use crate::norm::{DynamicTanh, GroupNorm, InstanceNorm, LayerNorm, Norm, RmsNorm};
 
 /// A module whose parameters can be replaced by a PyTorch module's.
 pub trait LoadPytorch: Sized {
@@ -72,6 +72,22 @@ impl<B: Backend> LoadPytorch for LayerNorm<B> {
 }
 
 impl<B: Backend> LoadPytorch for RmsNorm<B> {
+    fn load_pytorch(mut self, state: &StateDict, prefix: &str) -> Result<Self, PytorchLoadError> {
+        (self.gamma, self.beta) = load_affine((self.gamma, self.beta), state, prefix)?;
+        Ok(self)
+    }
+}
+
+impl<B: Backend> LoadPytorch for GroupNorm<B> {
+    /// `nn.GroupNorm`'s `weight` and `bias`, `[C]`.
+    fn load_pytorch(mut self, state: &StateDict, prefix: &str) -> Result<Self, PytorchLoadError> {
+        (self.gamma, self.beta) = load_affine((self.gamma, self.beta), state, prefix)?;
+        Ok(self)
+    }
+}
+
+impl<B: Backend> LoadPytorch for InstanceNorm<B> {
+    /// `nn.InstanceNorm*d(affine=True)`'s `weight` and `bias`, `[C]`.
     fn load_pytorch(mut self, state: &StateDict, prefix: &str) -> Result<Self, PytorchLoadError> {
         (self.gamma, self.beta) = load_affine((self.gamma, self.beta), state, prefix)?;
         Ok(self)

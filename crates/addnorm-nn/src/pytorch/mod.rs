@@ -9,6 +9,7 @@
 //! |---|---|---|
 //! | [`LayerNorm`](crate::LayerNorm), [`RmsNorm`](crate::RmsNorm) | `weight`, `bias` | `nn.LayerNorm`, `nn.RMSNorm` |
 //! | [`DynamicTanh`](crate::DynamicTanh) | `alpha`, `weight`, `bias` | the DyT paper's module |
+//! | [`GroupNorm`](crate::GroupNorm), [`InstanceNorm`](crate::InstanceNorm) | `weight`, `bias` `[C]` | `nn.GroupNorm`, `nn.InstanceNorm*d(affine=True)` |
 //! | `burn::nn::Linear` | `weight` `[out, in]` (transposed to Burn's `[in, out]`), `bias` | `nn.Linear` |
 //! | [`MultiHeadSelfAttention`](crate::MultiHeadSelfAttention) | `in_proj_weight` `[3d, d]`, `in_proj_bias`, `out_proj.{weight,bias}` | `nn.MultiheadAttention` |
 //! | [`TransformerBlock`](crate::TransformerBlock) (`Post`, `Pre`) | `self_attn.…`, `linear1.…`, `linear2.…`, `norm1.…`, `norm2.…` | `nn.TransformerEncoderLayer(norm_first=False / True)` |

@@ -1,0 +1,63 @@
+"""PyTorch's CPU GroupNorm / InstanceNorm timed the way benches/norm_kernels.rs times
+addnorm's (its GroupNorm table runs this as a child process, same thread count).
+
+    python benches/torch_group_norm.py [threads]
+
+One step is y = norm(x), loss = sum(y * dy), loss.backward() with x requiring a gradient,
+in float32, on the shapes of the Rust table; "loss only" is the same step with no norm
+(y = x), torch's floor for this harness. Prints one line per case: label, median
+milliseconds of the step, and of the loss-only step.
+"""
+
+import statistics
+import sys
+import time
+
+import torch
+
+CASES = [
+    ("GroupNorm 32 groups", (32, 64, 32, 32), 32),
+    ("InstanceNorm", (32, 64, 32, 32), 64),
+    ("GroupNorm 8 groups", (8, 256, 16, 16), 8),
+]
+
+
+def median_seconds(step, warmup, reps):
+    for _ in range(warmup):
+        step()
+    times = []
+    for _ in range(reps):
+        start = time.perf_counter()
+        step()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def main():
+    if len(sys.argv) > 1:
+        torch.set_num_threads(int(sys.argv[1]))
+    torch.manual_seed(0)
+    for label, shape, groups in CASES:
+        norm = torch.nn.GroupNorm(groups, shape[1])
+        x0 = torch.randn(shape) * 2.0 + 0.5
+        dy = torch.randn(shape)
+
+        def step():
+            x = x0.clone().requires_grad_(True)
+            (norm(x) * dy).sum().backward()
+            return x.grad
+
+        def loss_only():
+            x = x0.clone().requires_grad_(True)
+            (x * dy).sum().backward()
+            return x.grad
+
+        elements = x0.numel()
+        reps = max(5, min(51, 200_000_000 // elements)) | 1
+        t = median_seconds(step, 2, reps)
+        floor = median_seconds(loss_only, 2, reps)
+        print(f"{label}\t{t * 1e3:.4f}\t{floor * 1e3:.4f}")
+
+
+if __name__ == "__main__":
+    main()
