@@ -20,6 +20,9 @@ use crate::on_every_backend;
 struct Case {
     name: String,
     norm_first: bool,
+    /// `"post_branch"` for the OLMo 2 placement (absent for the encoder layers).
+    #[serde(default)]
+    placement: Option<String>,
     activation: String,
     d_model: usize,
     n_heads: usize,
@@ -70,10 +73,10 @@ fn load<B: addnorm::NormBackend>(case: &Case, device: &B::Device) -> Transformer
         "relu" => Activation::Relu,
         _ => Activation::Gelu,
     };
-    let placement = if case.norm_first {
-        Placement::Pre
-    } else {
-        Placement::Post
+    let placement = match (case.placement.as_deref(), case.norm_first) {
+        (Some("post_branch"), _) => Placement::PostBranch,
+        (_, true) => Placement::Pre,
+        (_, false) => Placement::Post,
     };
     let mut block = TransformerBlockConfig::new(d, case.n_heads, ff)
         .with_placement(placement)
@@ -122,17 +125,20 @@ fn load<B: addnorm::NormBackend>(case: &Case, device: &B::Device) -> Transformer
         ff,
         device,
     );
-    // norm1 wraps attention, norm2 the feed-forward network, in both placements.
-    let (first, second) = if case.norm_first {
-        (
+    // norm1 wraps attention, norm2 the feed-forward network, in every placement.
+    let (first, second) = match placement {
+        Placement::Pre => (
             &mut block.attention_residual.input_norm,
             &mut block.feed_forward_residual.input_norm,
-        )
-    } else {
-        (
+        ),
+        Placement::PostBranch => (
+            &mut block.attention_residual.output_norm,
+            &mut block.feed_forward_residual.output_norm,
+        ),
+        _ => (
             &mut block.attention_residual.sum_norm,
             &mut block.feed_forward_residual.sum_norm,
-        )
+        ),
     };
     set_norm(first, w("norm1.weight"), w("norm1.bias"), device);
     set_norm(second, w("norm2.weight"), w("norm2.bias"), device);
@@ -140,11 +146,13 @@ fn load<B: addnorm::NormBackend>(case: &Case, device: &B::Device) -> Transformer
 }
 
 on_every_backend! {
-    /// Post-LN (ReLU) and Pre-LN (GELU) layers: output and dx within 1e-4 of their scale.
+    /// Post-LN (ReLU) and Pre-LN (GELU) layers, and the OLMo 2 post-branch placement (GELU,
+    /// the encoder layer's modules with its norms on the sublayers' outputs): output and dx
+    /// within 1e-4 of their scale.
     fn post_and_pre_blocks_match_torch_encoder_layer<B>(device) {
         let fixtures: Fixtures =
             serde_json::from_str(include_str!("../fixtures/blocks.json")).unwrap();
-        assert_eq!(fixtures.cases.len(), 2);
+        assert_eq!(fixtures.cases.len(), 3);
         for case in &fixtures.cases {
             let block = load::<B>(case, device);
             let x = tensor::<B, 3>(&case.x, case.shape, device).require_grad();

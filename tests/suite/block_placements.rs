@@ -87,6 +87,10 @@ fn reference<B: addnorm::NormBackend>(
             let x = x.clone() + n(&r1.output_norm, attn(n(&r1.input_norm, x)));
             x.clone() + n(&r2.output_norm, ffn(n(&r2.input_norm, x)))
         }
+        Placement::PostBranch => {
+            let x = x.clone() + n(&r1.output_norm, attn(x));
+            x.clone() + n(&r2.output_norm, ffn(x))
+        }
         Placement::DeepNorm => {
             let x = n(&r1.sum_norm, x.clone() * alpha + attn(x));
             n(&r2.sum_norm, x.clone() * alpha + ffn(x))
@@ -140,7 +144,7 @@ fn perturb<B: addnorm::NormBackend>(block: &mut TransformerBlock<B>, device: &B:
 }
 
 on_every_backend! {
-    /// Post, Pre, Peri, DeepNorm, ReZero and None, each equal to its formula.
+    /// Post, Pre, Peri, DeepNorm, PostBranch, ReZero and None, each equal to its formula.
     fn every_placement_equals_its_formula<B>(device) {
         for placement in Placement::ALL {
             let mut block = TransformerBlockConfig::new(D, HEADS, 16)
@@ -156,7 +160,7 @@ on_every_backend! {
     }
 
     /// Which norms each placement has: Post/DeepNorm one after the sum, Pre one on the
-    /// input, Peri two, ReZero/None none (and ReZero a gate).
+    /// input, Peri two, PostBranch one on the output, ReZero/None none (and ReZero a gate).
     fn each_placement_has_its_norms<B>(device) {
         for placement in Placement::ALL {
             let block = TransformerBlockConfig::new(D, HEADS, 16)
@@ -173,6 +177,7 @@ on_every_backend! {
                 Placement::Post | Placement::DeepNorm => (false, false, true, false),
                 Placement::Pre => (true, false, false, false),
                 Placement::Peri => (true, true, false, false),
+                Placement::PostBranch => (false, true, false, false),
                 Placement::ReZero => (false, false, false, true),
                 Placement::None => (false, false, false, false),
                 other => panic!("no expected norms for placement {other}"),

@@ -103,6 +103,36 @@ on_every_backend! {
 }
 
 /// Loading keeps each parameter's id, so optimizer state and records still line up.
+/// A `PostBranch` block (OLMo 2's order) reads an `nn.TransformerEncoderLayer` state dict:
+/// `norm1` and `norm2` land on its attention's and feed-forward network's output norms.
+#[test]
+fn a_post_branch_block_loads_the_encoder_layer_names_into_its_output_norms() {
+    type B = addnorm::backend::ndarray::Backend;
+    let device = addnorm::backend::ndarray::device();
+    let o = outputs();
+    let state = StateDict::from_file(fixture("encoder_post.pt")).unwrap();
+    let loaded = block::<B>(&o, Placement::PostBranch, Activation::Relu, &device)
+        .load_pytorch(&state, "")
+        .unwrap();
+    let d = o.d_model;
+    for (residual, key) in [
+        (&loaded.attention_residual, "norm1.weight"),
+        (&loaded.feed_forward_residual, "norm2.weight"),
+    ] {
+        assert!(residual.input_norm.is_none() && residual.sum_norm.is_none());
+        let Some(addnorm::nn::Norm::Layer(norm)) = &residual.output_norm else {
+            panic!("a PostBranch residual has a LayerNorm on its output");
+        };
+        let expected = values(state.tensor::<B, 1>(key, [d], &device).unwrap());
+        assert_close(
+            key,
+            &values(norm.gamma.as_ref().unwrap().val()),
+            &expected,
+            0.0,
+        );
+    }
+}
+
 #[test]
 fn loading_keeps_parameter_ids() {
     type B = addnorm::backend::ndarray::Backend;
@@ -145,7 +175,7 @@ fn missing_keys_wrong_shapes_wrong_placements_and_bad_files_are_named_errors() {
             .unwrap_err(),
     );
     assert!(
-        err.contains("Post-LN or Pre-LN") && err.contains("peri"),
+        err.contains("Post-LN, Pre-LN") && err.contains("PostBranch") && err.contains("peri"),
         "{err}"
     );
 

@@ -212,49 +212,25 @@ fn fused_and_composite_paths_agree_through_autodiff() {
                 TensorData::new(values(n, 14, 0.0).iter().map(|&v| v as f32).collect(), [n]),
                 &device,
             );
-            let y: Vec<f32> = match shape.len() {
-                2 => {
-                    let x2 = x.clone().reshape([shape[0], shape[1]]);
-                    let y = group_norm(x2, affine.then(|| (g.clone(), b.clone())), spec);
-                    y.reshape([n])
-                }
-                3 => {
-                    let x3 = x.clone().reshape([shape[0], shape[1], shape[2]]);
-                    let y = group_norm(x3, affine.then(|| (g.clone(), b.clone())), spec);
-                    y.reshape([n])
-                }
-                _ => {
-                    let x4 = x.clone().reshape([shape[0], shape[1], shape[2], shape[3]]);
-                    let y = group_norm(x4, affine.then(|| (g.clone(), b.clone())), spec);
-                    y.reshape([n])
-                }
-            }
-            .into_data()
-            .to_vec()
-            .expect("f32");
-            let grads = {
-                let y = match shape.len() {
-                    2 => group_norm(
-                        x.clone().reshape([shape[0], shape[1]]),
-                        affine.then(|| (g.clone(), b.clone())),
-                        spec,
-                    )
-                    .reshape([n]),
-                    3 => group_norm(
-                        x.clone().reshape([shape[0], shape[1], shape[2]]),
-                        affine.then(|| (g.clone(), b.clone())),
-                        spec,
-                    )
-                    .reshape([n]),
-                    _ => group_norm(
-                        x.clone().reshape([shape[0], shape[1], shape[2], shape[3]]),
-                        affine.then(|| (g.clone(), b.clone())),
-                        spec,
-                    )
-                    .reshape([n]),
-                };
-                (y * w).sum().backward()
+            // The op on x viewed at the case's rank, flattened back.
+            let affine = affine.then(|| (g.clone(), b.clone()));
+            let y = match shape.len() {
+                2 => group_norm(x.clone().reshape([shape[0], shape[1]]), affine, spec).reshape([n]),
+                3 => group_norm(
+                    x.clone().reshape([shape[0], shape[1], shape[2]]),
+                    affine,
+                    spec,
+                )
+                .reshape([n]),
+                _ => group_norm(
+                    x.clone().reshape([shape[0], shape[1], shape[2], shape[3]]),
+                    affine,
+                    spec,
+                )
+                .reshape([n]),
             };
+            let grads = (y.clone() * w).sum().backward();
+            let y: Vec<f32> = y.into_data().to_vec().expect("f32");
             let read = |t: Option<Tensor<NdArray, 1>>| -> Vec<f32> {
                 t.map_or(vec![], |t| t.into_data().to_vec().expect("f32"))
             };

@@ -49,6 +49,7 @@ impl<B: Backend> AddNorm<B> {
             Placement::Post | Placement::DeepNorm => (None, None, make()),
             Placement::Pre => (make(), None, None),
             Placement::Peri => (make(), make(), None),
+            Placement::PostBranch => (None, make(), None),
             Placement::ReZero | Placement::None => (None, None, None),
         };
         Self {
@@ -97,6 +98,7 @@ impl<B: NormBackend> AddNorm<B> {
                 let f = sublayer(maybe(&self.input_norm, x));
                 residual + drop(maybe(&self.output_norm, f))
             }
+            Placement::PostBranch => residual + drop(maybe(&self.output_norm, sublayer(x))),
             Placement::DeepNorm => maybe(
                 &self.sum_norm,
                 residual * self.residual_scale + drop(sublayer(x)),

@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 /// Post      x ← Norm(x + F(x))                 Vaswani et al. 2017; the seeds' "Add & Norm"
 /// Pre       x ← x + F(Norm(x))                 plus a final Norm after the stack
 /// Peri      x ← x + Norm(F(Norm(x)))           "Sandwich"; plus a final Norm
+/// PostBranch x ← x + Norm(F(x))                OLMo 2's "reordered norm"; plus a final Norm
 /// DeepNorm  x ← Norm(α·x + F(x))               α = (2N)^¼; W^V, W^O, W₁, W₂ scaled by β = (8N)^−¼
 /// ReZero    x ← x + a·F(x)                     a learnable, starts at 0; no norm
 /// None      x ← x + F(x)                       no norm at all
@@ -34,6 +35,10 @@ pub enum Placement {
     Peri,
     /// `x ← Norm(α·x + F(x))`, Wang et al. 2022, with its β-scaled initialization.
     DeepNorm,
+    /// `x ← x + Norm(F(x))`, with a final Norm: the norm on the sublayer's output only, the
+    /// residual stream never normalized inside the stack (OLMo 2, Team OLMo 2024, with
+    /// RMSNorm and QK-norm there).
+    PostBranch,
     /// `x ← x + a·F(x)` with a learnable scalar `a` initialized to 0 (Bachlechner et al.
     /// 2020). No norm.
     ReZero,
@@ -43,23 +48,25 @@ pub enum Placement {
 
 impl Placement {
     /// Every placement, in the order of the module docs.
-    pub const ALL: [Placement; 6] = [
+    pub const ALL: [Placement; 7] = [
         Placement::Post,
         Placement::Pre,
         Placement::Peri,
         Placement::DeepNorm,
+        Placement::PostBranch,
         Placement::ReZero,
         Placement::None,
     ];
 
     /// The lower-case name used on the command line and in reports: `post`, `pre`, `peri`,
-    /// `deepnorm`, `rezero`, `none`.
+    /// `deepnorm`, `post-branch`, `rezero`, `none`.
     pub fn name(self) -> &'static str {
         match self {
             Placement::Post => "post",
             Placement::Pre => "pre",
             Placement::Peri => "peri",
             Placement::DeepNorm => "deepnorm",
+            Placement::PostBranch => "post-branch",
             Placement::ReZero => "rezero",
             Placement::None => "none",
         }
@@ -74,10 +81,13 @@ impl Placement {
         Self::ALL.into_iter().find(|p| p.name() == lower)
     }
 
-    /// Whether the stack ends with a final norm before the output head (Pre and Peri, whose
-    /// residual stream is otherwise never normalized).
+    /// Whether the stack ends with a final norm before the output head (Pre, Peri and
+    /// PostBranch, whose residual stream is otherwise never normalized).
     pub fn has_final_norm(self) -> bool {
-        matches!(self, Placement::Pre | Placement::Peri)
+        matches!(
+            self,
+            Placement::Pre | Placement::Peri | Placement::PostBranch
+        )
     }
 
     /// DeepNorm's residual scale α = (2N)^¼ for N decoder layers; 1 for the others.

@@ -116,7 +116,7 @@ impl<B: NormBackend> DynamicTanh<B> {
             B::dynamic_tanh(
                 rows,
                 self.alpha.val().into_primitive().tensor(),
-                primitive(&self.gamma),
+                self.affine.gain(&self.gamma),
                 primitive(&self.beta),
             )
         })

@@ -14,6 +14,9 @@
 //!               group of C/G channels, over the group's channels and positions
 //! InstanceNorm  GroupNorm with G = C
 //! ```
+//!
+//! With [`Affine::UnitOffset`] the first three multiply by `1 + γ` instead of γ, with γ = 0
+//! at initialization (Gemma's RMSNorm).
 
 mod affine;
 mod choice;

@@ -142,6 +142,35 @@ mod tests {
         );
     }
 
+    /// Gemma's unit-offset gain: γ starts at 0, so the module is the plain RMSNorm at
+    /// initialization, and the gain is `1 + γ` after.
+    #[test]
+    fn unit_offset_multiplies_by_one_plus_gamma() {
+        let mut norm = init(RmsNormConfig::new(vec![2]).with_affine(Affine::UnitOffset));
+        let device = Default::default();
+        let gamma: Vec<f32> = norm
+            .gamma
+            .as_ref()
+            .unwrap()
+            .val()
+            .into_data()
+            .to_vec()
+            .unwrap();
+        assert_eq!(gamma, [0.0, 0.0], "γ = 0 at init");
+        let r = (12.5f32 + 1e-6).sqrt();
+        let plain = [[3.0 / r, 4.0 / r]];
+        norm.forward(input([[3.0, 4.0]]))
+            .into_data()
+            .assert_approx_eq::<f32>(&TensorData::from(plain), Tolerance::absolute(1e-6));
+        norm.gamma = Some(burn::module::Param::from_data([0.5, -1.0], &device));
+        norm.forward(input([[3.0, 4.0]]))
+            .into_data()
+            .assert_approx_eq::<f32>(
+                &TensorData::from([[1.5 * 3.0 / r, 0.0]]),
+                Tolerance::absolute(1e-6),
+            );
+    }
+
     #[test]
     fn partial_reads_the_first_elements_only() {
         let norm = init(

@@ -27,12 +27,12 @@
 //! accessors, its `forward` and its display. The work is done by the plain functions below;
 //! each norm's file keeps its config, its formula, its docs and what its display adds.
 
-use burn::module::{Content, Param};
+use burn::module::Content;
 use burn::tensor::{Tensor, backend::Backend};
 
 use addnorm_kernels::{NormBackend, RowNormSpec};
 
-use super::affine::{Affine, AffineParams, init_affine};
+use super::affine::{Affine, AffineParams, OptionalParam, init_affine};
 use super::rows::{normalize_trailing, primitive};
 
 /// Declares a row-norm module: `$name<B>` with the learnable `gamma` and `beta`, a
@@ -114,8 +114,7 @@ macro_rules! row_norm_module {
                 $crate::norm::row_norm::forward(
                     stringify!($name),
                     &self.normalized_shape,
-                    &self.gamma,
-                    &self.beta,
+                    (self.affine, &self.gamma, &self.beta),
                     self.spec,
                     x,
                 )
@@ -156,21 +155,21 @@ pub(crate) fn init_parameters<B: Backend>(
     init_affine(affine, bias, normalized_shape.iter().product(), device)
 }
 
-/// Applies `spec` to every row of `x` over its trailing `normalized_shape`, then `·γ + β`.
-/// `module` names the norm in the panic message.
+/// Applies `spec` to every row of `x` over its trailing `normalized_shape`, then the
+/// affine map (`·γ + β`, or `·(1 + γ) + β` for `Affine::UnitOffset`). `module` names the
+/// norm in the panic message.
 ///
 /// # Panics
 /// If the input's trailing dimensions are not `normalized_shape`.
 pub(crate) fn forward<B: NormBackend, const D: usize>(
     module: &str,
     normalized_shape: &[usize],
-    gamma: &Option<Param<Tensor<B, 1>>>,
-    beta: &Option<Param<Tensor<B, 1>>>,
+    (affine, gamma, beta): (Affine, &OptionalParam<B>, &OptionalParam<B>),
     spec: RowNormSpec,
     x: Tensor<B, D>,
 ) -> Tensor<B, D> {
     normalize_trailing(module, normalized_shape, x, |rows| {
-        B::norm_rows(rows, primitive(gamma), primitive(beta), spec)
+        B::norm_rows(rows, affine.gain(gamma), primitive(beta), spec)
     })
 }
 

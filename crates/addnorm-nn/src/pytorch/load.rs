@@ -199,10 +199,12 @@ fn load_residual<B: Backend>(
     match residual.placement() {
         Placement::Post => residual.sum_norm = load(residual.sum_norm)?,
         Placement::Pre => residual.input_norm = load(residual.input_norm)?,
+        Placement::PostBranch => residual.output_norm = load(residual.output_norm)?,
         other => {
             return Err(PytorchLoadError::Unsupported(format!(
-                "{key}: nn.TransformerEncoderLayer is Post-LN or Pre-LN (norm_first); \
-                 this block is {other}"
+                "{key}: nn.TransformerEncoderLayer's names hold Post-LN, Pre-LN (norm_first) \
+                 or PostBranch (norm1, norm2 on the sublayers' outputs) norms; this block is \
+                 {other}"
             )));
         }
     }
@@ -210,8 +212,9 @@ fn load_residual<B: Backend>(
 }
 
 impl<B: Backend> LoadPytorch for TransformerBlock<B> {
-    /// `nn.TransformerEncoderLayer`'s names; the block must be `Post` (`norm_first=False`)
-    /// or `Pre` (`norm_first=True`).
+    /// `nn.TransformerEncoderLayer`'s names; the block must be `Post` (`norm_first=False`),
+    /// `Pre` (`norm_first=True`) or `PostBranch` (the same modules with `norm1`, `norm2` on
+    /// the attention's and the feed-forward network's outputs).
     fn load_pytorch(self, state: &StateDict, prefix: &str) -> Result<Self, PytorchLoadError> {
         let mut block = self;
         let key = |name: &str| format!("{prefix}{name}.");

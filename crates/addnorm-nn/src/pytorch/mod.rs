@@ -7,7 +7,7 @@
 //!
 //! | module | keys under `prefix` | PyTorch module |
 //! |---|---|---|
-//! | [`LayerNorm`](crate::LayerNorm), [`RmsNorm`](crate::RmsNorm) | `weight`, `bias` | `nn.LayerNorm`, `nn.RMSNorm` |
+//! | [`LayerNorm`](crate::LayerNorm), [`RmsNorm`](crate::RmsNorm) | `weight`, `bias` | `nn.LayerNorm`, `nn.RMSNorm`; with [`Affine::UnitOffset`](crate::Affine::UnitOffset), Gemma's RMSNorm, whose `weight` is the γ of `1 + γ` |
 //! | [`DynamicTanh`](crate::DynamicTanh) | `alpha`, `weight`, `bias` | the DyT paper's module |
 //! | [`GroupNorm`](crate::GroupNorm), [`InstanceNorm`](crate::InstanceNorm) | `weight`, `bias` `[C]` | `nn.GroupNorm`, `nn.InstanceNorm*d(affine=True)` |
 //! | `burn::nn::Linear` | `weight` `[out, in]` (transposed to Burn's `[in, out]`), `bias` | `nn.Linear` |
