@@ -73,6 +73,7 @@ fn load<B: addnorm::NormBackend>(case: &Case, device: &B::Device) -> Transformer
         "relu" => Activation::Relu,
         _ => Activation::Gelu,
     };
+    let layer_scale = case.placement.as_deref() == Some("pre_layer_scale");
     let placement = match (case.placement.as_deref(), case.norm_first) {
         (Some("post_branch"), _) => Placement::PostBranch,
         (_, true) => Placement::Pre,
@@ -82,8 +83,17 @@ fn load<B: addnorm::NormBackend>(case: &Case, device: &B::Device) -> Transformer
         .with_placement(placement)
         .with_norm(NormConfig::Layer(LayerNormConfig::new(vec![d])))
         .with_activation(activation)
+        .with_layer_scale(layer_scale.then_some(1.0))
         .init::<B>(device);
     let w = |k: &str| &case.weights[k][..];
+    if layer_scale {
+        for (residual, key) in [
+            (&mut block.attention_residual, "ls1.gamma"),
+            (&mut block.feed_forward_residual, "ls2.gamma"),
+        ] {
+            residual.layer_scale = Some(Param::from_tensor(tensor(w(key), [d], device)));
+        }
+    }
     let (in_w, in_b) = (w("self_attn.in_proj_weight"), w("self_attn.in_proj_bias"));
     let attention = &mut block.attention;
     for (i, linear) in [
@@ -146,13 +156,13 @@ fn load<B: addnorm::NormBackend>(case: &Case, device: &B::Device) -> Transformer
 }
 
 on_every_backend! {
-    /// Post-LN (ReLU) and Pre-LN (GELU) layers, and the OLMo 2 post-branch placement (GELU,
-    /// the encoder layer's modules with its norms on the sublayers' outputs): output and dx
-    /// within 1e-4 of their scale.
+    /// Post-LN (ReLU) and Pre-LN (GELU) layers, the OLMo 2 post-branch placement (GELU, the
+    /// encoder layer's modules with its norms on the sublayers' outputs) and a Pre-LN layer
+    /// with CaiT's LayerScale: output and dx within 1e-4 of their scale.
     fn post_and_pre_blocks_match_torch_encoder_layer<B>(device) {
         let fixtures: Fixtures =
             serde_json::from_str(include_str!("../fixtures/blocks.json")).unwrap();
-        assert_eq!(fixtures.cases.len(), 3);
+        assert_eq!(fixtures.cases.len(), 4);
         for case in &fixtures.cases {
             let block = load::<B>(case, device);
             let x = tensor::<B, 3>(&case.x, case.shape, device).require_grad();

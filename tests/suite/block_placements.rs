@@ -71,9 +71,20 @@ fn reference<B: addnorm::NormBackend>(
     x: Tensor<B, 3>,
 ) -> Tensor<B, 3> {
     let alpha = (2.0 * LAYERS as f64).powf(0.25);
-    let attn = |h| reference_attention(block, h);
-    let ffn = |h| reference_feed_forward(block, h);
     let (r1, r2) = (&block.attention_residual, &block.feed_forward_residual);
+    // LayerScale's λ ⊙ on each branch term, when the block has it.
+    let scaled = |r: &addnorm::nn::AddNorm<B>, t: Tensor<B, 3>| match &r.layer_scale {
+        Some(lambda) => t * lambda.val().unsqueeze::<3>(),
+        None => t,
+    };
+    let attn = |h: Tensor<B, 3>| scaled(r1, reference_attention(block, h));
+    let ffn = |h: Tensor<B, 3>| scaled(r2, reference_feed_forward(block, h));
+    let attn_n = |norm: &Option<Norm<B>>, h: Tensor<B, 3>| {
+        scaled(r1, n(norm, reference_attention(block, h)))
+    };
+    let ffn_n = |norm: &Option<Norm<B>>, h: Tensor<B, 3>| {
+        scaled(r2, n(norm, reference_feed_forward(block, h)))
+    };
     match placement {
         Placement::Post => {
             let x = n(&r1.sum_norm, x.clone() + attn(x));
@@ -84,12 +95,12 @@ fn reference<B: addnorm::NormBackend>(
             x.clone() + ffn(n(&r2.input_norm, x))
         }
         Placement::Peri => {
-            let x = x.clone() + n(&r1.output_norm, attn(n(&r1.input_norm, x)));
-            x.clone() + n(&r2.output_norm, ffn(n(&r2.input_norm, x)))
+            let x = x.clone() + attn_n(&r1.output_norm, n(&r1.input_norm, x));
+            x.clone() + ffn_n(&r2.output_norm, n(&r2.input_norm, x))
         }
         Placement::PostBranch => {
-            let x = x.clone() + n(&r1.output_norm, attn(x));
-            x.clone() + n(&r2.output_norm, ffn(x))
+            let x = x.clone() + attn_n(&r1.output_norm, x);
+            x.clone() + ffn_n(&r2.output_norm, x)
         }
         Placement::DeepNorm => {
             let x = n(&r1.sum_norm, x.clone() * alpha + attn(x));
@@ -156,6 +167,32 @@ on_every_backend! {
             let expected = values(reference(&block, placement, x.clone()));
             let actual = values(block.forward(x));
             assert_close(&format!("{placement}"), &actual, &expected, 1e-4);
+        }
+    }
+
+    /// LayerScale on every placement: λ starts at the configured value on both connections,
+    /// and with random λ the block equals the formulas with λ ⊙ on each branch term.
+    fn layer_scale_multiplies_every_branch_term<B>(device) {
+        for placement in Placement::ALL {
+            let mut block = TransformerBlockConfig::new(D, HEADS, 16)
+                .with_placement(placement)
+                .with_n_layers(LAYERS)
+                .with_layer_scale(Some(0.5))
+                .init::<B>(device);
+            perturb(&mut block, device);
+            for residual in [&mut block.attention_residual, &mut block.feed_forward_residual] {
+                let lambda = residual.layer_scale.as_ref().expect("LayerScale's λ");
+                assert_eq!(values(lambda.val()), vec![0.5; D], "{placement}: λ starts at 0.5");
+                residual.layer_scale = Some(Param::from_tensor(Tensor::random(
+                    [D],
+                    Distribution::Normal(0.5, 0.3),
+                    device,
+                )));
+            }
+            let x = Tensor::<B, 3>::random([2, SEQ, D], Distribution::Normal(0.0, 1.0), device);
+            let expected = values(reference(&block, placement, x.clone()));
+            let actual = values(block.forward(x));
+            assert_close(&format!("{placement} with LayerScale"), &actual, &expected, 1e-4);
         }
     }
 

@@ -43,17 +43,25 @@ fn case<'a>(outputs: &'a Outputs, name: &str) -> &'a Case {
     outputs.cases.iter().find(|c| c.name == name).unwrap()
 }
 
+/// The block configuration the encoder-layer fixtures were made with.
+fn block_config(
+    o: &Outputs,
+    placement: Placement,
+    activation: Activation,
+) -> TransformerBlockConfig {
+    TransformerBlockConfig::new(o.d_model, o.n_heads, o.d_ff)
+        .with_placement(placement)
+        .with_norm(LayerNormConfig::new(vec![o.d_model]).into())
+        .with_activation(activation)
+}
+
 fn block<B: addnorm::NormBackend>(
     o: &Outputs,
     placement: Placement,
     activation: Activation,
     device: &B::Device,
 ) -> TransformerBlock<B> {
-    TransformerBlockConfig::new(o.d_model, o.n_heads, o.d_ff)
-        .with_placement(placement)
-        .with_norm(LayerNormConfig::new(vec![o.d_model]).into())
-        .with_activation(activation)
-        .init(device)
+    block_config(o, placement, activation).init(device)
 }
 
 on_every_backend! {
@@ -102,7 +110,6 @@ on_every_backend! {
     }
 }
 
-/// Loading keeps each parameter's id, so optimizer state and records still line up.
 /// A `PostBranch` block (OLMo 2's order) reads an `nn.TransformerEncoderLayer` state dict:
 /// `norm1` and `norm2` land on its attention's and feed-forward network's output norms.
 #[test]
@@ -133,6 +140,25 @@ fn a_post_branch_block_loads_the_encoder_layer_names_into_its_output_norms() {
     }
 }
 
+/// A block with LayerScale reads its gains under timm's `ls1.gamma` / `ls2.gamma`: from a
+/// state dict without them, the load fails naming the first.
+#[test]
+fn layer_scale_gains_are_read_under_timms_names() {
+    type B = addnorm::backend::ndarray::Backend;
+    let device = addnorm::backend::ndarray::device();
+    let o = outputs();
+    let state = StateDict::from_file(fixture("encoder_post.pt")).unwrap();
+    let block = block_config(&o, Placement::Post, Activation::Relu)
+        .with_layer_scale(Some(1e-5))
+        .init::<B>(&device);
+    let err = block.load_pytorch(&state, "").unwrap_err().to_string();
+    assert!(
+        err.contains("ls1.gamma") && err.contains("not in the state dict"),
+        "{err}"
+    );
+}
+
+/// Loading keeps each parameter's id, so optimizer state and records still line up.
 #[test]
 fn loading_keeps_parameter_ids() {
     type B = addnorm::backend::ndarray::Backend;

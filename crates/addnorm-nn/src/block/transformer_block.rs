@@ -67,6 +67,11 @@ pub struct TransformerBlockConfig {
     /// Default: Xavier-normal, gain 1
     #[config(default = "xavier_normal(1.0)")]
     pub initializer: Initializer,
+    /// LayerScale (Touvron et al. 2021): a learnable per-channel gain λ on each sublayer's
+    /// branch, every entry starting at this value (CaiT uses 0.1 up to depth 18, 1e-5 at 24,
+    /// 1e-6 deeper); see [`AddNorm`]. Default: None
+    #[config(default = "None")]
+    pub layer_scale: Option<f64>,
 }
 
 /// Multiplies a projection's weight by `scale` (DeepNorm's β).
@@ -107,14 +112,18 @@ impl TransformerBlockConfig {
         scale_weight(&mut feed_forward.inner, beta);
         scale_weight(&mut feed_forward.outer, beta);
         let add_norm = || {
-            AddNorm::new(
+            let residual = AddNorm::new(
                 self.placement,
                 &self.norm,
                 self.d_model,
                 self.n_layers,
                 self.dropout,
                 device,
-            )
+            );
+            match self.layer_scale {
+                Some(init) => residual.with_layer_scale(self.d_model, init, device),
+                None => residual,
+            }
         };
         TransformerBlock {
             attention,

@@ -214,7 +214,8 @@ fn load_residual<B: Backend>(
 impl<B: Backend> LoadPytorch for TransformerBlock<B> {
     /// `nn.TransformerEncoderLayer`'s names; the block must be `Post` (`norm_first=False`),
     /// `Pre` (`norm_first=True`) or `PostBranch` (the same modules with `norm1`, `norm2` on
-    /// the attention's and the feed-forward network's outputs).
+    /// the attention's and the feed-forward network's outputs); with LayerScale, its gains
+    /// under timm's `ls1.gamma` and `ls2.gamma`.
     fn load_pytorch(self, state: &StateDict, prefix: &str) -> Result<Self, PytorchLoadError> {
         let mut block = self;
         let key = |name: &str| format!("{prefix}{name}.");
@@ -223,6 +224,16 @@ impl<B: Backend> LoadPytorch for TransformerBlock<B> {
             load_residual(block.feed_forward_residual, state, &key("norm2"))?;
         block.attention = block.attention.load_pytorch(state, &key("self_attn"))?;
         block.feed_forward = load_feed_forward(block.feed_forward, state, prefix)?;
+        // LayerScale's λ under timm's names, when the block has it.
+        for (residual, name) in [
+            (&mut block.attention_residual, "ls1.gamma"),
+            (&mut block.feed_forward_residual, "ls2.gamma"),
+        ] {
+            if let Some(lambda) = residual.layer_scale.take() {
+                residual.layer_scale =
+                    Some(load_vector(lambda, state, &format!("{prefix}{name}"))?);
+            }
+        }
         Ok(block)
     }
 }
