@@ -76,6 +76,7 @@ fn load<B: addnorm::NormBackend>(case: &Case, device: &B::Device) -> Transformer
     let layer_scale = case.placement.as_deref() == Some("pre_layer_scale");
     let placement = match (case.placement.as_deref(), case.norm_first) {
         (Some("post_branch"), _) => Placement::PostBranch,
+        (Some("parallel"), _) => Placement::Parallel,
         (_, true) => Placement::Pre,
         (_, false) => Placement::Post,
     };
@@ -137,7 +138,7 @@ fn load<B: addnorm::NormBackend>(case: &Case, device: &B::Device) -> Transformer
     );
     // norm1 wraps attention, norm2 the feed-forward network, in every placement.
     let (first, second) = match placement {
-        Placement::Pre => (
+        Placement::Pre | Placement::Parallel => (
             &mut block.attention_residual.input_norm,
             &mut block.feed_forward_residual.input_norm,
         ),
@@ -151,18 +152,22 @@ fn load<B: addnorm::NormBackend>(case: &Case, device: &B::Device) -> Transformer
         ),
     };
     set_norm(first, w("norm1.weight"), w("norm1.bias"), device);
-    set_norm(second, w("norm2.weight"), w("norm2.bias"), device);
+    if placement != Placement::Parallel {
+        // A Parallel block has one norm for both sublayers: norm1.
+        set_norm(second, w("norm2.weight"), w("norm2.bias"), device);
+    }
     block
 }
 
 on_every_backend! {
     /// Post-LN (ReLU) and Pre-LN (GELU) layers, the OLMo 2 post-branch placement (GELU, the
     /// encoder layer's modules with its norms on the sublayers' outputs) and a Pre-LN layer
-    /// with CaiT's LayerScale: output and dx within 1e-4 of their scale.
+    /// with CaiT's LayerScale, and GPT-J / PaLM's parallel block: output and dx within 1e-4
+    /// of their scale.
     fn post_and_pre_blocks_match_torch_encoder_layer<B>(device) {
         let fixtures: Fixtures =
             serde_json::from_str(include_str!("../fixtures/blocks.json")).unwrap();
-        assert_eq!(fixtures.cases.len(), 4);
+        assert_eq!(fixtures.cases.len(), 5);
         for case in &fixtures.cases {
             let block = load::<B>(case, device);
             let x = tensor::<B, 3>(&case.x, case.shape, device).require_grad();

@@ -102,6 +102,10 @@ fn reference<B: addnorm::NormBackend>(
             let x = x.clone() + attn_n(&r1.output_norm, x);
             x.clone() + ffn_n(&r2.output_norm, x)
         }
+        Placement::Parallel => {
+            let h = n(&r1.input_norm, x.clone());
+            x + attn(h.clone()) + ffn(h)
+        }
         Placement::DeepNorm => {
             let x = n(&r1.sum_norm, x.clone() * alpha + attn(x));
             n(&r2.sum_norm, x.clone() * alpha + ffn(x))
@@ -155,7 +159,8 @@ fn perturb<B: addnorm::NormBackend>(block: &mut TransformerBlock<B>, device: &B:
 }
 
 on_every_backend! {
-    /// Post, Pre, Peri, DeepNorm, PostBranch, ReZero and None, each equal to its formula.
+    /// Post, Pre, Peri, DeepNorm, PostBranch, Parallel, ReZero and None, each equal to its
+    /// formula.
     fn every_placement_equals_its_formula<B>(device) {
         for placement in Placement::ALL {
             let mut block = TransformerBlockConfig::new(D, HEADS, 16)
@@ -196,8 +201,9 @@ on_every_backend! {
         }
     }
 
-    /// Which norms each placement has: Post/DeepNorm one after the sum, Pre one on the
-    /// input, Peri two, PostBranch one on the output, ReZero/None none (and ReZero a gate).
+    /// Which norms each placement has: Post/DeepNorm one after the sum, Pre and Parallel
+    /// one on the input, Peri two, PostBranch one on the output, ReZero/None none (and ReZero
+    /// a gate); Parallel's feed-forward connection none of its own.
     fn each_placement_has_its_norms<B>(device) {
         for placement in Placement::ALL {
             let block = TransformerBlockConfig::new(D, HEADS, 16)
@@ -215,11 +221,20 @@ on_every_backend! {
                 Placement::Pre => (true, false, false, false),
                 Placement::Peri => (true, true, false, false),
                 Placement::PostBranch => (false, true, false, false),
+                Placement::Parallel => (true, false, false, false),
                 Placement::ReZero => (false, false, false, true),
                 Placement::None => (false, false, false, false),
                 other => panic!("no expected norms for placement {other}"),
             };
             assert_eq!(has, expected, "{placement}");
+            // A Parallel block's feed-forward network reads the attention connection's norm.
+            let f = &block.feed_forward_residual;
+            let ffn = (f.input_norm.is_some(), f.output_norm.is_some(), f.sum_norm.is_some());
+            let expected_ffn = match placement {
+                Placement::Parallel => (false, false, false),
+                _ => (has.0, has.1, has.2),
+            };
+            assert_eq!(ffn, expected_ffn, "{placement}: the feed-forward connection's norms");
         }
     }
 

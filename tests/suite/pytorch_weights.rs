@@ -140,6 +140,35 @@ fn a_post_branch_block_loads_the_encoder_layer_names_into_its_output_norms() {
     }
 }
 
+/// A `Parallel` block (GPT-J's order) reads `norm1` into its one norm, on the attention
+/// connection; `norm2` has no place in it.
+#[test]
+fn a_parallel_block_loads_norm1_into_its_one_norm() {
+    type B = addnorm::backend::ndarray::Backend;
+    let device = addnorm::backend::ndarray::device();
+    let o = outputs();
+    let state = StateDict::from_file(fixture("encoder_post.pt")).unwrap();
+    let loaded = block::<B>(&o, Placement::Parallel, Activation::Relu, &device)
+        .load_pytorch(&state, "")
+        .unwrap();
+    let Some(addnorm::nn::Norm::Layer(norm)) = &loaded.attention_residual.input_norm else {
+        panic!("a Parallel block has a LayerNorm on the attention connection's input");
+    };
+    let expected = values(
+        state
+            .tensor::<B, 1>("norm1.weight", [o.d_model], &device)
+            .unwrap(),
+    );
+    assert_close(
+        "norm1",
+        &values(norm.gamma.as_ref().unwrap().val()),
+        &expected,
+        0.0,
+    );
+    let f = &loaded.feed_forward_residual;
+    assert!(f.input_norm.is_none() && f.output_norm.is_none() && f.sum_norm.is_none());
+}
+
 /// A block with LayerScale reads its gains under timm's `ls1.gamma` / `ls2.gamma`: from a
 /// state dict without them, the load fails naming the first.
 #[test]

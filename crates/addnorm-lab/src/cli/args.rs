@@ -100,7 +100,7 @@ pub struct TrainArgs {
     pub(crate) common: CommonArgs,
     #[command(flatten)]
     pub(crate) task: TaskArgs,
-    /// post, pre, peri (sandwich), deepnorm, post-branch, rezero or none.
+    /// post, pre, peri (sandwich), deepnorm, post-branch, parallel, rezero or none.
     #[arg(long, default_value = "pre", value_parser = parse_placement)]
     pub(crate) placement: Placement,
     /// layer, rms, dyt or identity.

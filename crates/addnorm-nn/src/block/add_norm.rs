@@ -56,7 +56,9 @@ impl<B: Backend> AddNorm<B> {
         let make = || Some(norm.with_d_model(d_model).init(device));
         let (input_norm, output_norm, sum_norm) = match placement {
             Placement::Post | Placement::DeepNorm => (None, None, make()),
-            Placement::Pre => (make(), None, None),
+            // Parallel: the attention connection's norm; the block removes the feed-forward
+            // connection's (TransformerBlockConfig::init), which reads the same one.
+            Placement::Pre | Placement::Parallel => (make(), None, None),
             Placement::Peri => (make(), make(), None),
             Placement::PostBranch => (None, make(), None),
             Placement::ReZero | Placement::None => (None, None, None),
@@ -103,6 +105,21 @@ fn maybe<B: NormBackend>(norm: &Option<Norm<B>>, x: Tensor<B, 3>) -> Tensor<B, 3
 }
 
 impl<B: NormBackend> AddNorm<B> {
+    /// The connection's input norm applied to `x` (`x` itself when it has none).
+    pub(crate) fn normalized_input(&self, x: Tensor<B, 3>) -> Tensor<B, 3> {
+        maybe(&self.input_norm, x)
+    }
+
+    /// What the connection adds to the residual for the branch term `t`: LayerScale's
+    /// `λ ⊙ t` (when set), then dropout.
+    pub(crate) fn branch(&self, t: Tensor<B, 3>) -> Tensor<B, 3> {
+        let t = match &self.layer_scale {
+            Some(lambda) => t * lambda.val().unsqueeze::<3>(),
+            None => t,
+        };
+        self.dropout.forward(t)
+    }
+
     /// Applies `sublayer` inside the residual connection.
     ///
     /// # Shapes
@@ -114,17 +131,14 @@ impl<B: NormBackend> AddNorm<B> {
         sublayer: impl FnOnce(Tensor<B, 3>) -> Tensor<B, 3>,
     ) -> Tensor<B, 3> {
         let residual = x.clone();
-        // What the placement adds to the residual: LayerScale's λ ⊙ (when set), then dropout.
-        let drop = |t: Tensor<B, 3>| {
-            let t = match &self.layer_scale {
-                Some(lambda) => t * lambda.val().unsqueeze::<3>(),
-                None => t,
-            };
-            self.dropout.forward(t)
-        };
+        let drop = |t| self.branch(t);
         match self.placement {
             Placement::Post => maybe(&self.sum_norm, residual + drop(sublayer(x))),
-            Placement::Pre => residual + drop(sublayer(maybe(&self.input_norm, x))),
+            // Alone, a Parallel connection is a Pre one; the block adds its two sublayers
+            // side by side (TransformerBlock::forward).
+            Placement::Pre | Placement::Parallel => {
+                residual + drop(sublayer(maybe(&self.input_norm, x)))
+            }
             Placement::Peri => {
                 let f = sublayer(maybe(&self.input_norm, x));
                 residual + drop(maybe(&self.output_norm, f))

@@ -17,6 +17,8 @@ use serde::{Deserialize, Serialize};
 /// Pre       x ← x + F(Norm(x))                 plus a final Norm after the stack
 /// Peri      x ← x + Norm(F(Norm(x)))           "Sandwich"; plus a final Norm
 /// PostBranch x ← x + Norm(F(x))                OLMo 2's "reordered norm"; plus a final Norm
+/// Parallel  x ← x + F_att(Norm(x)) + F_ffn(Norm(x))   one norm, both sublayers side by
+///                                              side (GPT-J, PaLM); plus a final Norm
 /// DeepNorm  x ← Norm(α·x + F(x))               α = (2N)^¼; W^V, W^O, W₁, W₂ scaled by β = (8N)^−¼
 /// ReZero    x ← x + a·F(x)                     a learnable, starts at 0; no norm
 /// None      x ← x + F(x)                       no norm at all
@@ -39,6 +41,11 @@ pub enum Placement {
     /// residual stream never normalized inside the stack (OLMo 2, Team OLMo 2024, with
     /// RMSNorm and QK-norm there).
     PostBranch,
+    /// `x ← x + Attn(Norm(x)) + FFN(Norm(x))`, with a final Norm: the block's two sublayers
+    /// read the same normalized input and are added side by side (GPT-J, Wang & Komatsuzaki
+    /// 2021; PaLM, Chowdhery et al. 2022, §2). The attention connection holds the one norm;
+    /// the feed-forward connection has none of its own.
+    Parallel,
     /// `x ← x + a·F(x)` with a learnable scalar `a` initialized to 0 (Bachlechner et al.
     /// 2020). No norm.
     ReZero,
@@ -48,18 +55,19 @@ pub enum Placement {
 
 impl Placement {
     /// Every placement, in the order of the module docs.
-    pub const ALL: [Placement; 7] = [
+    pub const ALL: [Placement; 8] = [
         Placement::Post,
         Placement::Pre,
         Placement::Peri,
         Placement::DeepNorm,
         Placement::PostBranch,
+        Placement::Parallel,
         Placement::ReZero,
         Placement::None,
     ];
 
     /// The lower-case name used on the command line and in reports: `post`, `pre`, `peri`,
-    /// `deepnorm`, `post-branch`, `rezero`, `none`.
+    /// `deepnorm`, `post-branch`, `parallel`, `rezero`, `none`.
     pub fn name(self) -> &'static str {
         match self {
             Placement::Post => "post",
@@ -67,6 +75,7 @@ impl Placement {
             Placement::Peri => "peri",
             Placement::DeepNorm => "deepnorm",
             Placement::PostBranch => "post-branch",
+            Placement::Parallel => "parallel",
             Placement::ReZero => "rezero",
             Placement::None => "none",
         }
@@ -81,12 +90,12 @@ impl Placement {
         Self::ALL.into_iter().find(|p| p.name() == lower)
     }
 
-    /// Whether the stack ends with a final norm before the output head (Pre, Peri and
-    /// PostBranch, whose residual stream is otherwise never normalized).
+    /// Whether the stack ends with a final norm before the output head (Pre, Peri,
+    /// PostBranch and Parallel, whose residual stream is otherwise never normalized).
     pub fn has_final_norm(self) -> bool {
         matches!(
             self,
-            Placement::Pre | Placement::Peri | Placement::PostBranch
+            Placement::Pre | Placement::Peri | Placement::PostBranch | Placement::Parallel
         )
     }
 

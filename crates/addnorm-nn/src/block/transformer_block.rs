@@ -125,11 +125,16 @@ impl TransformerBlockConfig {
                 None => residual,
             }
         };
+        let mut feed_forward_residual = add_norm();
+        if self.placement == Placement::Parallel {
+            // Both sublayers read the attention connection's norm.
+            feed_forward_residual.input_norm = None;
+        }
         TransformerBlock {
             attention,
             attention_residual: add_norm(),
             feed_forward,
-            feed_forward_residual: add_norm(),
+            feed_forward_residual,
         }
     }
 }
@@ -154,11 +159,27 @@ impl<B: NormBackend> TransformerBlock<B> {
     /// - input: `[batch, seq, d_model]`
     /// - output: `[batch, seq, d_model]`
     pub fn forward(&self, x: Tensor<B, 3>) -> Tensor<B, 3> {
+        if self.attention_residual.placement() == Placement::Parallel {
+            return self.parallel(x, |h| self.attention.forward(h));
+        }
         let x = self
             .attention_residual
             .forward(x, |h| self.attention.forward(h));
         self.feed_forward_residual
             .forward(x, |h| self.feed_forward.forward(h))
+    }
+
+    /// The `Parallel` placement: `x + branch(attention(Norm(x))) + branch(FFN(Norm(x)))`,
+    /// one norm for both sublayers.
+    fn parallel(
+        &self,
+        x: Tensor<B, 3>,
+        attention: impl FnOnce(Tensor<B, 3>) -> Tensor<B, 3>,
+    ) -> Tensor<B, 3> {
+        let (r1, r2) = (&self.attention_residual, &self.feed_forward_residual);
+        let h = r1.normalized_input(x.clone());
+        let a = r1.branch(attention(h.clone()));
+        x + a + r2.branch(self.feed_forward.forward(h))
     }
 
     /// Applies the layer and also returns its largest attention logit (a detached `[1]`
@@ -169,11 +190,16 @@ impl<B: NormBackend> TransformerBlock<B> {
     /// - output: `([batch, seq, d_model], [1])`
     pub fn forward_with_max_logit(&self, x: Tensor<B, 3>) -> (Tensor<B, 3>, Tensor<B, 1>) {
         let mut max_logit = None;
-        let x = self.attention_residual.forward(x, |h| {
+        let attention = |h| {
             let (y, m) = self.attention.forward_with_max_logit(h);
             max_logit = Some(m);
             y
-        });
+        };
+        if self.attention_residual.placement() == Placement::Parallel {
+            let x = self.parallel(x, attention);
+            return (x, max_logit.expect("attention ran"));
+        }
+        let x = self.attention_residual.forward(x, attention);
         let x = self
             .feed_forward_residual
             .forward(x, |h| self.feed_forward.forward(h));

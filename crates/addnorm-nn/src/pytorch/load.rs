@@ -198,13 +198,14 @@ fn load_residual<B: Backend>(
     let mut residual = residual;
     match residual.placement() {
         Placement::Post => residual.sum_norm = load(residual.sum_norm)?,
-        Placement::Pre => residual.input_norm = load(residual.input_norm)?,
+        // Parallel: norm1 on the attention connection; the feed-forward one has no norm.
+        Placement::Pre | Placement::Parallel => residual.input_norm = load(residual.input_norm)?,
         Placement::PostBranch => residual.output_norm = load(residual.output_norm)?,
         other => {
             return Err(PytorchLoadError::Unsupported(format!(
-                "{key}: nn.TransformerEncoderLayer's names hold Post-LN, Pre-LN (norm_first) \
-                 or PostBranch (norm1, norm2 on the sublayers' outputs) norms; this block is \
-                 {other}"
+                "{key}: nn.TransformerEncoderLayer's names hold Post-LN, Pre-LN (norm_first), \
+                 PostBranch (norm1, norm2 on the sublayers' outputs) or Parallel (norm1 for \
+                 both) norms; this block is {other}"
             )));
         }
     }
@@ -213,9 +214,10 @@ fn load_residual<B: Backend>(
 
 impl<B: Backend> LoadPytorch for TransformerBlock<B> {
     /// `nn.TransformerEncoderLayer`'s names; the block must be `Post` (`norm_first=False`),
-    /// `Pre` (`norm_first=True`) or `PostBranch` (the same modules with `norm1`, `norm2` on
-    /// the attention's and the feed-forward network's outputs); with LayerScale, its gains
-    /// under timm's `ls1.gamma` and `ls2.gamma`.
+    /// `Pre` (`norm_first=True`), `PostBranch` (the same modules with `norm1`, `norm2` on
+    /// the attention's and the feed-forward network's outputs) or `Parallel` (`norm1` for both
+    /// sublayers, `norm2` unused); with LayerScale, its gains under timm's `ls1.gamma` and
+    /// `ls2.gamma`.
     fn load_pytorch(self, state: &StateDict, prefix: &str) -> Result<Self, PytorchLoadError> {
         let mut block = self;
         let key = |name: &str| format!("{prefix}{name}.");
