@@ -9,28 +9,18 @@ in float32, on the shapes of the Rust table; "loss only" is the same step with n
 milliseconds of the step, and of the loss-only step.
 """
 
-import statistics
 import sys
-import time
 
 import torch
+
+# The same timing as the LayerNorm script's (this directory is on the import path).
+from torch_norms import median_seconds
 
 CASES = [
     ("GroupNorm 32 groups", (32, 64, 32, 32), 32),
     ("InstanceNorm", (32, 64, 32, 32), 64),
     ("GroupNorm 8 groups", (8, 256, 16, 16), 8),
 ]
-
-
-def median_seconds(step, warmup, reps):
-    for _ in range(warmup):
-        step()
-    times = []
-    for _ in range(reps):
-        start = time.perf_counter()
-        step()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def main():

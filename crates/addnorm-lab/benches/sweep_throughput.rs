@@ -49,6 +49,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Instant;
 
+use addnorm::nn::TransformerStackConfig;
 use addnorm_lab::experiments::task::{Task, TaskKind};
 
 /// One way of running the grid.
@@ -252,17 +253,14 @@ const TASK: Task = Task {
     symbols: 10,
 };
 
-/// Floating-point operations of one member-step, counted as the train_step bench counts
-/// them: 2 per multiply-add of the matrix products, causal attention, backward twice the
-/// forward.
+/// Floating-point operations of one member-step's matrix products
+/// ([`addnorm_lab::runner::resources::step_matmul_flops`], as the train_step bench counts
+/// them).
 fn member_step_flops() -> f64 {
     let (layers, d, ff) = DEMO_MODEL;
-    let (t, v) = (TASK.seq_len(), TASK.vocab_size());
-    let n = (MEMBER_BATCH * t) as f64;
-    let (d, ff) = (d as f64, ff as f64);
-    let per_layer =
-        2.0 * n * (4.0 * d * d + 2.0 * d * ff) + 2.0 * (MEMBER_BATCH * t * (t + 1)) as f64 * d;
-    3.0 * (layers as f64 * per_layer + 2.0 * n * d * v as f64)
+    let block = addnorm::nn::TransformerBlockConfig::new(d, d / 16, ff).with_n_layers(layers);
+    let stack = TASK.fit(TransformerStackConfig::tiny().with_block(block));
+    addnorm_lab::runner::resources::step_matmul_flops(&stack, MEMBER_BATCH, TASK.seq_len())
 }
 
 /// This machine's f32 peak in GFLOP/s, estimated: cores · 2 FMA units · lanes (16 with

@@ -413,20 +413,14 @@ fn arg<'a>(args: &'a [String], flag: &str) -> Option<&'a String> {
         .and_then(|i| args.get(i + 1))
 }
 
-/// The floating-point operations of one training step, counted as 2 per multiply-add of
-/// the matrix products (the rest is lower order): forward
-/// `L·(2N·(4d² + 2d·d_ff) + 2B·T(T+1)·d) + 2N·d·V` with `N = B·T` tokens and causal
-/// attention, and the backward twice the forward.
+/// The floating-point operations of one training step's matrix products
+/// ([`addnorm_lab::runner::resources::step_matmul_flops`]).
 fn step_flops(config: &TransformerStackConfig, batches: Batches) -> f64 {
     let (b, t) = match batches {
         Batches::Reverse => (BATCH_SIZE, TASK.seq_len()),
         Batches::Random { batch, seq } => (batch, seq),
     };
-    let block = &config.block;
-    let (n, d, f) = ((b * t) as f64, block.d_model as f64, block.d_ff as f64);
-    let per_layer = 2.0 * n * (4.0 * d * d + 2.0 * d * f) + 2.0 * (b * t * (t + 1)) as f64 * d;
-    let forward = block.n_layers as f64 * per_layer + 2.0 * n * d * config.vocab_size as f64;
-    3.0 * forward
+    addnorm_lab::runner::resources::step_matmul_flops(config, b, t)
 }
 
 /// Every model's medians in `mode` (the Burn baselines in the user's loop only).

@@ -29,7 +29,8 @@ use crate::cpu::dispatch::vectorized;
 use crate::cpu::memory::zeroed_output;
 use crate::cpu::parallel::{self, ChunksMut};
 use crate::cpu::real::{Real, sum_map, sum_map2};
-use crate::norm::cpu::plan::rows_per_task;
+use crate::norm::RowNormSpec;
+use crate::norm::cpu::plan::{RowPlan, rows_per_task};
 
 use super::spec::GroupDims;
 
@@ -87,8 +88,8 @@ pub fn forward<E: Real>(
         vec![E::ZERO; rows],
         vec![E::ZERO; rows],
     );
-    let epsilon = E::from_f64(epsilon);
-    let inv_len = E::from_f64(1.0 / len as f64);
+    // A block's statistics are LayerNorm's over its L values.
+    let plan = RowPlan::<E>::new(&RowNormSpec::layer_norm(epsilon), len);
     let (cg, spatial, groups) = (dims.group_channels(), dims.spatial, dims.groups);
     for_row_tasks(
         dims,
@@ -101,13 +102,8 @@ pub fn forward<E: Real>(
                     for (i, y) in y.chunks_exact_mut(len).enumerate() {
                         let row = first + i;
                         let x = &x[row * len..(row + 1) * len];
-                        let pivot = x[0];
-                        let s = sum_map(x, |v| v - pivot) * inv_len;
-                        let variance = sum_map(x, |v| {
-                            let c = (v - pivot) - s;
-                            c * c
-                        }) * inv_len;
-                        let r = E::ONE / (variance + epsilon).sqrt();
+                        let (pivot, s, variance) = plan.statistics(x);
+                        let r = plan.rstd(variance);
                         let c0 = (row % groups) * cg;
                         let segments = y.chunks_exact_mut(spatial).zip(x.chunks_exact(spatial));
                         for (ch, (y, x)) in segments.enumerate() {

@@ -12,12 +12,22 @@
 //! time         flops ≈ steps · (6·P·B·T + 12·L·B·T²·d)
 //! ```
 //!
+//! [`step_matmul_flops`] is the exact count of one step's matrix products, which the
+//! benchmarks divide by time for GFLOP/s:
+//!
+//! ```text
+//! N = B·T tokens, causal attention:
+//! forward = L·(2N·(4d² + 2d·f) + 2B·T(T+1)·d) + 2N·d·V      step = 3 · forward
+//! ```
+//!
 //! The estimate is deliberately rough (within a small factor); the limits only catch
 //! configurations that are off by orders of magnitude: memory beyond what the machine has,
 //! or compute beyond [`MAX_FLOPS`].
 //!
 //! # Shapes
 //! Not applicable: arithmetic on sizes.
+
+use addnorm::nn::TransformerStackConfig;
 
 use crate::experiments::train::TrainConfig;
 
@@ -47,6 +57,22 @@ pub fn estimate(config: &TrainConfig) -> Cost {
     let bytes = 4.0 * (4.0 * params + activations.max(validation));
     let flops = f(config.steps) * (6.0 * params * b * t + 12.0 * l * b * t * t * d);
     Cost { bytes, flops }
+}
+
+/// The floating-point operations of one training step of `stack` on `[batch, seq]` tokens,
+/// counted as 2 per multiply-add of the matrix products (the rest is lower order): see the
+/// [module docs](self); the backward is twice the forward.
+pub fn step_matmul_flops(stack: &TransformerStackConfig, batch: usize, seq: usize) -> f64 {
+    let block = &stack.block;
+    let (n, d, f) = (
+        (batch * seq) as f64,
+        block.d_model as f64,
+        block.d_ff as f64,
+    );
+    let per_layer =
+        2.0 * n * (4.0 * d * d + 2.0 * d * f) + 2.0 * (batch * seq * (seq + 1)) as f64 * d;
+    let forward = block.n_layers as f64 * per_layer + 2.0 * n * d * stack.vocab_size as f64;
+    3.0 * forward
 }
 
 /// Bytes of memory this machine has available (Linux `MemAvailable`), if known.
@@ -97,6 +123,18 @@ pub fn check(config: &TrainConfig, available: Option<f64>) -> Result<(), String>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The demo's model (L = 6, d = 32, d_ff = 128, V = 12) on [32, 17] tokens, counted by
+    /// hand: N = 544, per layer 2·544·12 288 + 2·32·17·18·32 = 13 996 032, forward
+    /// 6·13 996 032 + 2·544·32·12 = 84 393 984, step three times that.
+    #[test]
+    fn step_matmul_flops_counts_the_demo_model() {
+        let block = addnorm::nn::TransformerBlockConfig::new(32, 2, 128).with_n_layers(6);
+        let stack = TransformerStackConfig::tiny()
+            .with_block(block)
+            .with_vocab_size(12);
+        assert_eq!(step_matmul_flops(&stack, 32, 17), 253_181_952.0);
+    }
     use crate::experiments::model::ModelConfig;
     use crate::experiments::task::{Task, TaskKind};
 

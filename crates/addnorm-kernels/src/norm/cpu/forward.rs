@@ -37,7 +37,7 @@ use crate::cpu::parallel::{self, ChunksMut, chunk};
 
 use super::plan::{RowPlan, rows_per_task};
 use crate::cpu::dispatch::vectorized;
-use crate::cpu::real::{Real, sum_map};
+use crate::cpu::real::Real;
 
 /// Normalizes every row of `x` into `y` and saves each row's shift and `r`.
 ///
@@ -104,18 +104,7 @@ fn normalize_row<E: Real>(
     beta: &[E],
     y: &mut [E],
 ) -> (E, E) {
-    let statistics = &x[..plan.k];
-    let pivot = plan.pivot(x);
-    let (shift, variance) = if plan.centered {
-        let shift = sum_map(statistics, |v| v - pivot) * plan.inv_k;
-        let sum_sq = sum_map(statistics, |v| {
-            let c = (v - pivot) - shift;
-            c * c
-        });
-        (shift, sum_sq * plan.inv_divisor)
-    } else {
-        (E::ZERO, sum_map(statistics, |v| v * v) * plan.inv_divisor)
-    };
+    let (pivot, shift, variance) = plan.statistics(x);
     let rstd = plan.rstd(variance);
     for (((y, &x), &g), &b) in y.iter_mut().zip(x).zip(gamma).zip(beta) {
         *y = ((x - pivot) - shift) * rstd * g + b;

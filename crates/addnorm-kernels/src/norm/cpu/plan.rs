@@ -15,7 +15,7 @@
 use crate::norm::composite::STD_FLOOR;
 use crate::norm::spec::{Centering, EpsilonPlacement, RowNormSpec};
 
-use crate::cpu::real::Real;
+use crate::cpu::real::{Real, sum_map};
 
 /// How many elements one parallel task should at least touch, so that handing it to another
 /// thread stays cheap next to the work: 1 MiB of f32, roughly 0.1 ms of kernel time.
@@ -74,6 +74,28 @@ impl<E: Real> RowPlan<E> {
     #[inline(always)]
     pub fn pivot(&self, row: &[E]) -> E {
         if self.centered { row[0] } else { E::ZERO }
+    }
+
+    /// The row's `(p, s, σ²)` (see the [module docs](self)): its pivot, its shift (0 for
+    /// RMSNorm) and its variance, in two lane-wise passes over the first `k` values while
+    /// the row sits in L1/L2. Every row kernel takes its statistics from here.
+    #[inline(always)]
+    pub fn statistics(&self, row: &[E]) -> (E, E, E) {
+        let statistics = &row[..self.k];
+        let pivot = self.pivot(row);
+        if !self.centered {
+            return (
+                pivot,
+                E::ZERO,
+                sum_map(statistics, |v| v * v) * self.inv_divisor,
+            );
+        }
+        let shift = sum_map(statistics, |v| v - pivot) * self.inv_k;
+        let sum_sq = sum_map(statistics, |v| {
+            let c = (v - pivot) - shift;
+            c * c
+        });
+        (pivot, shift, sum_sq * self.inv_divisor)
     }
 
     /// The reciprocal denominator `r` for the variance `σ²`.
