@@ -11,6 +11,7 @@
 //! cargo bench --bench attention -- --case 16,4,128,32 --fused-only   # to profile one case
 //! cargo bench --bench attention -- --default-malloc --outside-pool  # see below
 //! cargo bench --bench attention --features wgpu -- --wgpu   # the CubeCL kernels
+//! cargo bench --bench attention -- --softcap 50  # Gemma 2's logit soft cap: its cost
 //! ```
 //!
 //! As `addnorm train` does, the bench applies
@@ -75,6 +76,12 @@ impl<B: AutodiffBackend + AttentionBackend> Inputs<B> {
         }
     }
 
+    /// These inputs with the logits soft-capped at `cap`, when given.
+    fn capped(mut self, cap: Option<f64>) -> Self {
+        self.spec.softcap = cap;
+        self
+    }
+
     /// One forward + backward; returns its wall time.
     ///
     /// # Panics
@@ -130,7 +137,15 @@ fn time_case<B: AutodiffBackend + AttentionBackend>(
     device: &Device<B>,
     fused_only: bool,
 ) -> (Duration, Duration) {
-    let inputs = Inputs::<B>::new(case, device);
+    time_inputs(Inputs::<B>::new(case, device), reps, fused_only)
+}
+
+/// [`time_case`] on given inputs.
+fn time_inputs<B: AutodiffBackend + AttentionBackend>(
+    inputs: Inputs<B>,
+    reps: usize,
+    fused_only: bool,
+) -> (Duration, Duration) {
     let variants: &[Variant] = if fused_only {
         &[Variant::Fused]
     } else {
@@ -188,11 +203,12 @@ fn peak_rss(variant: Variant, case: [usize; 4]) -> f64 {
 
 /// PyTorch's `(median ms, peak MiB)` per case, from `benches/torch_attention.py`; empty
 /// when it cannot run.
-fn torch_results(reps: usize) -> Vec<([usize; 4], f64, f64)> {
+fn torch_results(reps: usize, extra: &[&str]) -> Vec<([usize; 4], f64, f64)> {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/benches/torch_attention.py");
     let threads = rayon::current_num_threads().to_string();
     let Ok(output) = Command::new("python3")
         .args([script, "--threads", &threads, "--reps", &reps.to_string()])
+        .args(extra)
         .output()
     else {
         return vec![];
@@ -253,6 +269,10 @@ fn run(args: &[String]) {
         gpu_table(reps);
         return;
     }
+    if let Some(cap) = value_of(args, "--softcap") {
+        softcap_table(reps, cap);
+        return;
+    }
     let cases: Vec<[usize; 4]> = match value_of(args, "--case") {
         Some(case) => vec![parse_case(case)],
         None => CASES.to_vec(),
@@ -261,7 +281,7 @@ fn run(args: &[String]) {
     let torch = if fused_only || args.iter().any(|a| a == "--no-torch") {
         vec![]
     } else {
-        torch_results(reps)
+        torch_results(reps, &[])
     };
     println!(
         "Causal attention, forward + backward (loss = Σ O·dO), Autodiff<NdArray<f32>>, {} \
@@ -307,6 +327,58 @@ fn run(args: &[String]) {
             rss_fused,
             rss_composite,
             torch_rss,
+        );
+    }
+}
+
+/// `--softcap C`: what Gemma 2's logit soft cap costs. The fused CPU kernels with and
+/// without the cap, the composite path with it, and PyTorch's eager attention with it
+/// (`scaled_dot_product_attention` has no cap; Gemma 2's reference code caps in eager
+/// attention).
+fn softcap_table(reps: usize, cap: &str) {
+    let cap_value: f64 = cap.parse().expect("--softcap takes a positive number");
+    let torch = torch_results(reps, &["--softcap", cap]);
+    println!(
+        "Causal attention with logits soft-capped at c = {cap} (S ← c·tanh(S/c)), forward + \
+         backward, Autodiff<NdArray<f32>>, {} rayon threads; median step. torch: eager \
+         attention with the same cap (benches/torch_attention.py --softcap).\n",
+        rayon::current_num_threads()
+    );
+    println!(
+        "{:<18} {:>12} {:>10} {:>12} {:>10} {:>11} {:>11} {:>11}",
+        "shape",
+        "fused, cap",
+        "no cap",
+        "comp, cap",
+        "torch, cap",
+        "cap cost",
+        "comp/fused",
+        "torch/fused"
+    );
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    for case in CASES {
+        let reps = (reps / (1 + case[2] / 128)).max(3);
+        let device = Default::default();
+        let (fused, composite) = time_inputs(
+            Inputs::<Ad>::new(case, &device).capped(Some(cap_value)),
+            reps,
+            false,
+        );
+        let (plain, _) = time_inputs(Inputs::<Ad>::new(case, &device), reps, true);
+        let torch_ms = torch
+            .iter()
+            .find(|(c, ..)| *c == case)
+            .map_or(f64::NAN, |t| t.1);
+        println!(
+            "{:<18} {:>9.2} ms {:>7.2} ms {:>9.2} ms {:>7.2} ms {:>10.2}× {:>10.2}× {:>10.2}×",
+            format!("{case:?}"),
+            ms(fused),
+            ms(plain),
+            ms(composite),
+            torch_ms,
+            ms(fused) / ms(plain),
+            ms(composite) / ms(fused),
+            torch_ms / ms(fused),
         );
     }
 }

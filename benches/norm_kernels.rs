@@ -44,7 +44,7 @@ use std::cell::RefCell;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use addnorm::nn::{LayerNormConfig, RmsNormConfig};
+use addnorm::nn::{Affine, LayerNormConfig, RmsNormConfig};
 use addnorm_kernels::NormAutodiffBackend;
 use addnorm_kernels::RowNormSpec;
 use addnorm_kernels::cpu::memory::zeroed_output;
@@ -70,6 +70,9 @@ const SHAPES: [(&str, &[usize], usize); 4] = [
 enum Kind {
     Layer,
     Rms,
+    /// RMSNorm with Gemma's unit-offset gain `1 + γ` (issue 27): the same kernel, the gain
+    /// formed once per call; beside Burn's plain RmsNorm.
+    RmsUnitOffset,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -158,7 +161,12 @@ fn step_fn<B: NormAutodiffBackend, const D: usize>(
         (Kind::Layer, Implementation::Burn) => {
             step!(burn::nn::LayerNormConfig::new(n).init::<B>(&device))
         }
-        (Kind::Rms, Implementation::Burn) => {
+        (Kind::RmsUnitOffset, Implementation::Addnorm) => step!(
+            RmsNormConfig::new(vec![n])
+                .with_affine(Affine::UnitOffset)
+                .init::<B>(&device)
+        ),
+        (Kind::Rms | Kind::RmsUnitOffset, Implementation::Burn) => {
             step!(burn::nn::RmsNormConfig::new(n).init::<B>(&device))
         }
         (_, Implementation::LossOnly) => step!(Identity),
@@ -188,7 +196,7 @@ fn step_for<B: NormAutodiffBackend>(
 fn kernel_times(kind: Kind, rows: usize, n: usize, reps: usize) -> (Duration, Duration) {
     let spec = match kind {
         Kind::Layer => RowNormSpec::layer_norm(1e-5),
-        Kind::Rms => RowNormSpec::rms_norm(1e-6),
+        Kind::Rms | Kind::RmsUnitOffset => RowNormSpec::rms_norm(1e-6),
     };
     let plan = RowPlan::<f32>::new(&spec, n);
     let x: Vec<f32> = (0..rows * n)
@@ -367,7 +375,7 @@ fn main() {
          (fresh y, freed after) and on warm buffers.\n"
     );
     println!(
-        "{:<8} {:<10} {:>12} {:>12} {:>9} {:>8} {:>7} {:>12} {:>12} {:>12} {:>7} {:>12} {:>7}",
+        "{:<13} {:<10} {:>12} {:>12} {:>9} {:>8} {:>7} {:>12} {:>12} {:>12} {:>7} {:>12} {:>7}",
         "norm",
         "shape",
         "burn::nn",
@@ -382,7 +390,7 @@ fn main() {
         "warm kernel",
         "% copy"
     );
-    for kind in [Kind::Layer, Kind::Rms] {
+    for kind in [Kind::Layer, Kind::Rms, Kind::RmsUnitOffset] {
         for (label, lead, n) in SHAPES {
             let rows: usize = lead.iter().product();
             let elements = rows * n;
@@ -400,7 +408,7 @@ fn main() {
             );
             let (kernel, warm) = kernel_times(kind, rows, n, reps);
             println!(
-                "{:<8} {:<10} {:>9.2} ms {:>9.2} ms {:>8.1}× {:>8.1} {:>6.0}% {:>9.2} ms {:>9.2} ms {:>9.2} ms {:>6.0}% {:>9.2} ms {:>6.0}%",
+                "{:<13} {:<10} {:>9.2} ms {:>9.2} ms {:>8.1}× {:>8.1} {:>6.0}% {:>9.2} ms {:>9.2} ms {:>9.2} ms {:>6.0}% {:>9.2} ms {:>6.0}%",
                 format!("{kind:?}"),
                 label,
                 burn_time.as_secs_f64() * 1e3,

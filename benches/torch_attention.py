@@ -8,6 +8,10 @@ The peak is the growth of VmHWM over one step (reset through /proc/self/clear_re
 inputs exist), measured in a fresh child process.
 
     python3 benches/torch_attention.py --threads 2 --reps 30
+    python3 benches/torch_attention.py --softcap 50   # eager attention, logits c·tanh(S/c)
+
+With --softcap the attention is eager (scores, cap, mask, softmax, ·V), as Gemma 2's reference
+code does it: scaled_dot_product_attention has no soft cap.
 """
 
 import argparse
@@ -31,11 +35,26 @@ def inputs(b, h, t, d):
     return q, k, v, d_out
 
 
+SOFTCAP = None
+
+
+def eager(q, k, v, cap):
+    """Causal attention with the logits soft-capped at `cap`."""
+    t = q.shape[-2]
+    s = q @ k.transpose(-1, -2) / q.shape[-1] ** 0.5
+    s = cap * torch.tanh(s / cap)
+    future = torch.ones(t, t, dtype=torch.bool).triu(1)
+    return torch.softmax(s.masked_fill(future, float("-inf")), -1) @ v
+
+
 def step(q, k, v, d_out, b, h, t, d):
     def heads(x):
         return x.view(b, t, h, d).transpose(1, 2)
 
-    o = F.scaled_dot_product_attention(heads(q), heads(k), heads(v), is_causal=True)
+    if SOFTCAP is None:
+        o = F.scaled_dot_product_attention(heads(q), heads(k), heads(v), is_causal=True)
+    else:
+        o = eager(heads(q), heads(k), heads(v), SOFTCAP)
     o = o.transpose(1, 2).reshape(b, t, h * d)
     (o * d_out).sum().backward()
     for x in (q, k, v):
@@ -65,8 +84,11 @@ def main():
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--reps", type=int, default=30)
     parser.add_argument("--child", type=str)
+    parser.add_argument("--softcap", type=float)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
+    global SOFTCAP
+    SOFTCAP = args.softcap
     if args.child:
         child(tuple(int(x) for x in args.child.split(",")))
         return
@@ -82,7 +104,7 @@ def main():
             times.append(time.perf_counter() - start)
         peak = subprocess.run(
             [sys.executable, __file__, "--threads", str(args.threads), "--child",
-             ",".join(map(str, case))],
+             ",".join(map(str, case))] + (["--softcap", str(SOFTCAP)] if SOFTCAP else []),
             capture_output=True, text=True, check=True,
         ).stdout.strip()
         print(json.dumps({

@@ -1,11 +1,14 @@
 //! PyTorch parity of one transformer layer: our Post and Pre blocks against
 //! `nn.TransformerEncoderLayer(norm_first=False / True)` with the same weights, under a causal
-//! mask: forward output and input gradient (`tests/fixtures/make_block_fixtures.py`).
+//! mask, and the recipes written from their papers on the same modules (OLMo 2's post-branch
+//! norm, LayerScale, the parallel block, NormFormer, Gemma 2's attention-logit soft cap,
+//! ResiDual): forward output, input gradient and the new parameters' gradients
+//! (`tests/fixtures/make_block_fixtures.py`).
 
 use std::collections::HashMap;
 
 use addnorm::nn::{
-    Activation, LayerNormConfig, Norm, NormConfig, Placement, TransformerBlock,
+    Activation, Affine, LayerNormConfig, Norm, NormConfig, Placement, TransformerBlock,
     TransformerBlockConfig,
 };
 use burn::module::Param;
@@ -33,6 +36,28 @@ struct Case {
     dy: Vec<f64>,
     y: Vec<f64>,
     dx: Vec<f64>,
+    /// Gradients of the recipe's own parameters, by PyTorch name.
+    #[serde(default)]
+    grads: HashMap<String, Vec<f64>>,
+    /// The attention-logit soft cap (`pre_softcap`).
+    #[serde(default)]
+    softcap: Option<f64>,
+    /// ResiDual's dual stream: its input, output gradient, output and input gradient.
+    #[serde(default)]
+    dual: Vec<f64>,
+    #[serde(default)]
+    ddual: Vec<f64>,
+    #[serde(default)]
+    dual_out: Vec<f64>,
+    #[serde(default)]
+    dx_dual: Vec<f64>,
+    /// adaLN-Zero's conditioning width, vector `[batch, d_cond]` and its gradient.
+    #[serde(default)]
+    d_cond: usize,
+    #[serde(default)]
+    cond: Vec<f64>,
+    #[serde(default)]
+    dx_cond: Vec<f64>,
 }
 
 #[derive(Deserialize)]
@@ -67,34 +92,71 @@ fn set_norm<B: burn::tensor::backend::Backend>(
     ln.beta = Some(Param::from_tensor(tensor(beta, [beta.len()], device)));
 }
 
-fn load<B: addnorm::NormBackend>(case: &Case, device: &B::Device) -> TransformerBlock<B> {
-    let (d, ff) = (case.d_model, case.d_ff);
+/// The block configuration of a case.
+fn config(case: &Case) -> TransformerBlockConfig {
+    let d = case.d_model;
     let activation = match case.activation.as_str() {
         "relu" => Activation::Relu,
         _ => Activation::Gelu,
     };
-    let layer_scale = case.placement.as_deref() == Some("pre_layer_scale");
-    let placement = match (case.placement.as_deref(), case.norm_first) {
+    let recipe = case.placement.as_deref();
+    let placement = match (recipe, case.norm_first) {
         (Some("post_branch"), _) => Placement::PostBranch,
         (Some("parallel"), _) => Placement::Parallel,
+        (Some("resi_dual"), _) => Placement::ResiDual,
         (_, true) => Placement::Pre,
         (_, false) => Placement::Post,
     };
-    let mut block = TransformerBlockConfig::new(d, case.n_heads, ff)
+    let config = TransformerBlockConfig::new(d, case.n_heads, case.d_ff)
         .with_placement(placement)
         .with_norm(NormConfig::Layer(LayerNormConfig::new(vec![d])))
         .with_activation(activation)
-        .with_layer_scale(layer_scale.then_some(1.0))
-        .init::<B>(device);
-    let w = |k: &str| &case.weights[k][..];
-    if layer_scale {
-        for (residual, key) in [
-            (&mut block.attention_residual, "ls1.gamma"),
-            (&mut block.feed_forward_residual, "ls2.gamma"),
-        ] {
-            residual.layer_scale = Some(Param::from_tensor(tensor(w(key), [d], device)));
-        }
+        .with_layer_scale((recipe == Some("pre_layer_scale")).then_some(1.0))
+        .with_attention_logit_softcap(case.softcap);
+    match recipe {
+        Some("normformer") => config.normformer(),
+        // DiT: norms without affine parameters, ε = 1e-6.
+        Some("ada_ln_zero") => config.with_conditioning(Some(case.d_cond)).with_norm(
+            LayerNormConfig::new(vec![d])
+                .with_affine(Affine::Off)
+                .with_epsilon(1e-6)
+                .into(),
+        ),
+        _ => config,
     }
+}
+
+/// NormFormer's parameters: `attn_ln`, `ffn_layernorm` (fairseq's names) and the head gains.
+fn load_normformer<B: addnorm::NormBackend>(
+    block: &mut TransformerBlock<B>,
+    case: &Case,
+    device: &B::Device,
+) {
+    let w = |k: &str| &case.weights[k][..];
+    set_norm(
+        &mut block.attention_residual.output_norm,
+        w("attn_ln.weight"),
+        w("attn_ln.bias"),
+        device,
+    );
+    set_norm(
+        &mut block.feed_forward.hidden_norm,
+        w("ffn_layernorm.weight"),
+        w("ffn_layernorm.bias"),
+        device,
+    );
+    let gains = w("self_attn.head_scale");
+    block.attention.head_scale = Some(Param::from_tensor(tensor(gains, [gains.len()], device)));
+}
+
+/// The four attention projections and the two feed-forward ones, from PyTorch's names.
+fn set_projections<B: addnorm::NormBackend>(
+    block: &mut TransformerBlock<B>,
+    case: &Case,
+    device: &B::Device,
+) {
+    let (d, ff) = (case.d_model, case.d_ff);
+    let w = |k: &str| &case.weights[k][..];
     let (in_w, in_b) = (w("self_attn.in_proj_weight"), w("self_attn.in_proj_bias"));
     let attention = &mut block.attention;
     for (i, linear) in [
@@ -136,6 +198,34 @@ fn load<B: addnorm::NormBackend>(case: &Case, device: &B::Device) -> Transformer
         ff,
         device,
     );
+}
+
+fn load<B: addnorm::NormBackend>(case: &Case, device: &B::Device) -> TransformerBlock<B> {
+    let d = case.d_model;
+    let config = config(case);
+    let placement = config.placement;
+    let mut block = config.init::<B>(device);
+    set_projections(&mut block, case, device);
+    let w = |k: &str| &case.weights[k][..];
+    match case.placement.as_deref() {
+        Some("normformer") => load_normformer(&mut block, case, device),
+        Some("pre_layer_scale") => {
+            for (residual, key) in [
+                (&mut block.attention_residual, "ls1.gamma"),
+                (&mut block.feed_forward_residual, "ls2.gamma"),
+            ] {
+                residual.layer_scale = Some(Param::from_tensor(tensor(w(key), [d], device)));
+            }
+        }
+        Some("ada_ln_zero") => {
+            // Its norms have no parameters.
+            let ada_ln = block.ada_ln.as_mut().expect("conditioned");
+            let (weight, bias) = (w("adaLN_modulation.1.weight"), w("adaLN_modulation.1.bias"));
+            set_linear(&mut ada_ln.modulation, weight, bias, case.d_cond, device);
+            return block;
+        }
+        _ => {}
+    }
     // norm1 wraps attention, norm2 the feed-forward network, in every placement.
     let (first, second) = match placement {
         Placement::Pre | Placement::Parallel => (
@@ -159,28 +249,80 @@ fn load<B: addnorm::NormBackend>(case: &Case, device: &B::Device) -> Transformer
     block
 }
 
+/// The gradient of a `[n]` parameter, by its PyTorch name in a NormFormer case.
+fn parameter_grad<B: addnorm::NormAutodiffBackend>(
+    block: &TransformerBlock<B>,
+    name: &str,
+    grads: &B::Gradients,
+) -> Vec<f64> {
+    let norm = |norm: &Option<Norm<B>>| match norm {
+        Some(Norm::Layer(ln)) => ln.clone(),
+        _ => panic!("{name}: expected a LayerNorm"),
+    };
+    if let Some(part) = name.strip_prefix("adaLN_modulation.1.") {
+        // Burn's weight is PyTorch's transposed.
+        let linear = &block.ada_ln.as_ref().unwrap().modulation;
+        return match part {
+            "weight" => values(linear.weight.val().grad(grads).unwrap().transpose()),
+            _ => values(linear.bias.as_ref().unwrap().val().grad(grads).unwrap()),
+        };
+    }
+    let param = match name {
+        "self_attn.head_scale" => block.attention.head_scale.clone().unwrap(),
+        "attn_ln.weight" => norm(&block.attention_residual.output_norm).gamma.unwrap(),
+        "attn_ln.bias" => norm(&block.attention_residual.output_norm).beta.unwrap(),
+        "ffn_layernorm.weight" => norm(&block.feed_forward.hidden_norm).gamma.unwrap(),
+        "ffn_layernorm.bias" => norm(&block.feed_forward.hidden_norm).beta.unwrap(),
+        other => panic!("no parameter named {other}"),
+    };
+    values(param.val().grad(grads).unwrap())
+}
+
 on_every_backend! {
     /// Post-LN (ReLU) and Pre-LN (GELU) layers, the OLMo 2 post-branch placement (GELU, the
-    /// encoder layer's modules with its norms on the sublayers' outputs) and a Pre-LN layer
-    /// with CaiT's LayerScale, and GPT-J / PaLM's parallel block: output and dx within 1e-4
-    /// of their scale.
+    /// encoder layer's modules with its norms on the sublayers' outputs), a Pre-LN layer
+    /// with CaiT's LayerScale, GPT-J / PaLM's parallel block, a NormFormer layer, a Pre-LN
+    /// layer with Gemma 2's attention-logit soft cap (fused on the CPU, composite on CubeCL),
+    /// a ResiDual layer (both streams) and DiT's adaLN-Zero block (with the conditioning's
+    /// gradient): outputs, input gradients and the recipes' own parameter gradients within
+    /// 1e-4 of their scale.
     fn post_and_pre_blocks_match_torch_encoder_layer<B>(device) {
         let fixtures: Fixtures =
             serde_json::from_str(include_str!("../fixtures/blocks.json")).unwrap();
-        assert_eq!(fixtures.cases.len(), 5);
+        assert_eq!(fixtures.cases.len(), 9);
         for case in &fixtures.cases {
             let block = load::<B>(case, device);
             let x = tensor::<B, 3>(&case.x, case.shape, device).require_grad();
-            let y = block.forward(x.clone());
-            assert_close(&format!("{}: y", case.name), &values(y.clone()), &case.y, 1e-4);
             let dy: Tensor<B, 3> = tensor(&case.dy, case.shape, device);
-            let grads = (y * dy).sum().backward();
-            assert_close(
-                &format!("{}: dx", case.name),
-                &values(x.grad(&grads).unwrap()),
-                &case.dx,
-                1e-4,
-            );
+            let name = |what: &str| format!("{}: {what}", case.name);
+            let cond = (!case.cond.is_empty())
+                .then(|| tensor::<B, 2>(&case.cond, [case.shape[0], case.d_cond], device).require_grad());
+            let (y, loss, dual) = if let Some(c) = &cond {
+                let y = block.forward_conditioned(x.clone(), c.clone());
+                (y.clone(), (y * dy).sum(), None)
+            } else if case.dual.is_empty() {
+                let y = block.forward(x.clone());
+                (y.clone(), (y * dy).sum(), None)
+            } else {
+                let dual = tensor::<B, 3>(&case.dual, case.shape, device).require_grad();
+                let (y, dual_out) = block.forward_dual(x.clone(), dual.clone());
+                assert_close(&name("dual stream"), &values(dual_out.clone()), &case.dual_out, 1e-4);
+                let ddual: Tensor<B, 3> = tensor(&case.ddual, case.shape, device);
+                (y.clone(), (y * dy).sum() + (dual_out * ddual).sum(), Some(dual))
+            };
+            assert_close(&name("y"), &values(y), &case.y, 1e-4);
+            let grads = loss.backward();
+            assert_close(&name("dx"), &values(x.grad(&grads).unwrap()), &case.dx, 1e-4);
+            if let Some(c) = cond {
+                assert_close(&name("dx_cond"), &values(c.grad(&grads).unwrap()), &case.dx_cond, 1e-4);
+            }
+            if let Some(dual) = dual {
+                assert_close(&name("dx_dual"), &values(dual.grad(&grads).unwrap()), &case.dx_dual, 1e-4);
+            }
+            for (param, expected) in &case.grads {
+                let actual = parameter_grad(&block, param, &grads);
+                assert_close(&name(param), &actual, expected, 1e-4);
+            }
         }
     }
 }

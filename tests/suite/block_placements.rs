@@ -86,7 +86,8 @@ fn reference<B: addnorm::NormBackend>(
         scaled(r2, n(norm, reference_feed_forward(block, h)))
     };
     match placement {
-        Placement::Post => {
+        // A ResiDual block's forward is its Post-LN stream.
+        Placement::Post | Placement::ResiDual => {
             let x = n(&r1.sum_norm, x.clone() + attn(x));
             n(&r2.sum_norm, x.clone() + ffn(x))
         }
@@ -159,8 +160,8 @@ fn perturb<B: addnorm::NormBackend>(block: &mut TransformerBlock<B>, device: &B:
 }
 
 on_every_backend! {
-    /// Post, Pre, Peri, DeepNorm, PostBranch, Parallel, ReZero and None, each equal to its
-    /// formula.
+    /// Post, Pre, Peri, DeepNorm, PostBranch, Parallel, ResiDual (its Post-LN stream), ReZero
+    /// and None, each equal to its formula.
     fn every_placement_equals_its_formula<B>(device) {
         for placement in Placement::ALL {
             let mut block = TransformerBlockConfig::new(D, HEADS, 16)
@@ -201,7 +202,7 @@ on_every_backend! {
         }
     }
 
-    /// Which norms each placement has: Post/DeepNorm one after the sum, Pre and Parallel
+    /// Which norms each placement has: Post/DeepNorm/ResiDual one after the sum, Pre and Parallel
     /// one on the input, Peri two, PostBranch one on the output, ReZero/None none (and ReZero
     /// a gate); Parallel's feed-forward connection none of its own.
     fn each_placement_has_its_norms<B>(device) {
@@ -217,7 +218,9 @@ on_every_backend! {
                 r.rezero_gate.is_some(),
             );
             let expected = match placement {
-                Placement::Post | Placement::DeepNorm => (false, false, true, false),
+                Placement::Post | Placement::DeepNorm | Placement::ResiDual => {
+                    (false, false, true, false)
+                }
                 Placement::Pre => (true, false, false, false),
                 Placement::Peri => (true, true, false, false),
                 Placement::PostBranch => (false, true, false, false),

@@ -7,6 +7,7 @@
 mod attention;
 mod block_parity;
 mod block_placements;
+mod block_recipes;
 mod block_stack;
 mod common;
 mod fused_kernels;

@@ -243,3 +243,72 @@ fn missing_keys_wrong_shapes_wrong_placements_and_bad_files_are_named_errors() {
     let rms: NormConfig = RmsNormConfig::new(vec![8]).into();
     assert!(matches!(rms, NormConfig::Rms(_)));
 }
+
+/// The `[batch, seq, d]` input and output of a `blocks.json` case.
+fn block_case(name: &str) -> (Vec<f64>, Vec<f64>, serde_json::Value) {
+    let fixtures: serde_json::Value =
+        serde_json::from_str(include_str!("../fixtures/blocks.json")).unwrap();
+    let case = fixtures["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == name)
+        .unwrap()
+        .clone();
+    let floats = |key: &str| -> Vec<f64> {
+        case[key]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_f64().unwrap())
+            .collect()
+    };
+    (floats("x"), floats("y"), case)
+}
+
+/// A NormFormer layer's checkpoint (`make_block_fixtures.py`: an encoder layer's names plus
+/// fairseq's `attn_ln`, `ffn_layernorm` and `self_attn.head_scale`) and DiT's adaLN-Zero
+/// block (plus `adaLN_modulation.1`) load into `normformer()` and `conditioning` blocks whose
+/// outputs match the PyTorch references of `blocks.json`.
+#[test]
+fn normformer_and_ada_ln_zero_blocks_load_their_checkpoints() {
+    type B = addnorm::backend::ndarray::Backend;
+    let device = addnorm::backend::ndarray::device();
+    let (d, heads, ff) = (8, 2, 16);
+    let shape = [2, 5, d];
+    let config = TransformerBlockConfig::new(d, heads, ff)
+        .with_norm(LayerNormConfig::new(vec![d]).into())
+        .with_activation(Activation::Gelu);
+
+    let state = StateDict::from_file(fixture("normformer_layer.pt")).unwrap();
+    let block = config
+        .clone()
+        .normformer()
+        .init::<B>(&device)
+        .load_pytorch(&state, "")
+        .unwrap();
+    let (x, y, _) = block_case("normformer_gelu");
+    let out = block.forward(tensor::<B, 3>(&x, shape, &device));
+    assert_close("normformer", &values(out), &y, 1e-4);
+
+    let state = StateDict::from_file(fixture("dit_layer.pt")).unwrap();
+    let dit_norm = LayerNormConfig::new(vec![d])
+        .with_affine(addnorm::nn::Affine::Off)
+        .with_epsilon(1e-6);
+    let block = config
+        .with_norm(dit_norm.into())
+        .with_conditioning(Some(6))
+        .init::<B>(&device)
+        .load_pytorch(&state, "")
+        .unwrap();
+    let (x, y, case) = block_case("ada_ln_zero_gelu");
+    let cond: Vec<f64> = case["cond"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_f64().unwrap())
+        .collect();
+    let c = tensor::<B, 2>(&cond, [2, 6], &device);
+    let out = block.forward_conditioned(tensor::<B, 3>(&x, shape, &device), c);
+    assert_close("adaLN-Zero", &values(out), &y, 1e-4);
+}

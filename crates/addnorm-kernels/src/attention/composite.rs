@@ -4,7 +4,8 @@
 //! probabilities alive for the backward, which the fused kernels do not.
 //!
 //! # Formula
-//! As in [`super::spec`]: `O_h = softmax(scale·Q_h·K_hᵀ + mask)·V_h`, heads concatenated.
+//! As in [`super::spec`]: `O_h = softmax(cap(scale·Q_h·K_hᵀ) + mask)·V_h`, heads
+//! concatenated, `cap(S) = c·tanh(S/c)` with a soft cap and the identity without.
 //! [`attention_with_weights`] applies a map to the probabilities before `·V` (attention
 //! dropout), which no fused kernel supports.
 //!
@@ -47,6 +48,9 @@ pub fn attention_with_weights<B: Backend>(
             .swap_dims(1, 2)
     };
     let mut scores = split(q).matmul(split(k).swap_dims(2, 3)) * spec.scale;
+    if let Some(cap) = spec.softcap {
+        scores = (scores / cap).tanh() * cap;
+    }
     if spec.causal {
         let future = Tensor::<B, 2, Bool>::tril_mask([seq, seq], 0, &scores.device());
         let shape = [batch, layout.heads, seq, seq];

@@ -17,8 +17,11 @@
 //! inputs, read in place):
 //!
 //! ```text
-//! O_h = softmax(scale · Q_h·K_hᵀ + M) · V_h      M_ij = −∞ for j > i when causal, else 0
+//! O_h = softmax(cap(scale · Q_h·K_hᵀ) + M) · V_h   M_ij = −∞ for j > i when causal, else 0
 //! ```
+//!
+//! `cap(S) = c·tanh(S/c)` with [`AttentionSpec::with_softcap`] (Gemma 2's soft-capping),
+//! the identity otherwise.
 //!
 //! The fused forward keeps only the per-row log-sum-exp; the backward recomputes the
 //! probabilities from it, with `Δ = rowsum(O ∘ dO)`, so memory is `O(T)` per row, not
@@ -57,7 +60,7 @@
 //! # Fallbacks
 //! The composite path runs whenever the fused one does not apply: backends without a
 //! fused kernel, dtypes the kernels do not take (f64 on CubeCL; f16 on the CPU),
-//! heads wider than 256 features on CubeCL, an empty tensor, a
+//! heads wider than 256 features or a logit soft cap on CubeCL, an empty tensor, a
 //! [`ForceComposite`](crate::composite::ForceComposite) guard, or attention dropout
 //! (which only [`composite::attention_with_weights`] supports). Shapes that are wrong on
 //! either path (unequal q/k/v, `d_model` not a multiple of the heads) panic in

@@ -7,8 +7,12 @@
 //!
 //! ```text
 //! S_h = scale · Q_h · K_hᵀ            S_h[i, j] = −∞ for j > i when causal
+//! S_h ← c · tanh(S_h / c)             with a soft cap c (before the mask)
 //! O_h = softmax_rows(S_h) · V_h       written into the same columns of the output
 //! ```
+//!
+//! The soft cap is Gemma 2's attention-logit soft-capping (Gemma Team 2024, §2: c = 50):
+//! every logit stays inside (−c, c), and its gradient is multiplied by `1 − tanh²(S/c)`.
 //!
 //! # Shapes
 //! - `q`, `k`, `v`, output: `[batch, T, d_model]`, `d_model = heads · d_head`
@@ -28,6 +32,10 @@ pub struct AttentionSpec {
     /// The fused kernels have it for free; the composite path then takes one more
     /// reduction over the scores.
     pub max_logit: bool,
+    /// The logit soft cap c: `S ← c·tanh(S/c)` after the scale, before the mask (see the
+    /// [module docs](self)); `None` leaves the logits as they are. The max logit is then the
+    /// capped one, the logit the softmax sees.
+    pub softcap: Option<f64>,
 }
 
 impl AttentionSpec {
@@ -39,6 +47,22 @@ impl AttentionSpec {
             scale: 1.0 / (d_head as f64).sqrt(),
             causal: true,
             max_logit: false,
+            softcap: None,
+        }
+    }
+
+    /// The same attention with its logits soft-capped at `cap`: `S ← cap·tanh(S/cap)`.
+    ///
+    /// # Panics
+    /// If `cap` is not positive and finite.
+    pub fn with_softcap(self, cap: f64) -> Self {
+        assert!(
+            cap.is_finite() && cap > 0.0,
+            "attention: the logit soft cap must be positive and finite, got {cap}"
+        );
+        Self {
+            softcap: Some(cap),
+            ..self
         }
     }
 

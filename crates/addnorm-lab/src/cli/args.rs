@@ -82,6 +82,44 @@ pub struct ModelArgs {
     pub d_ff: Option<usize>,
 }
 
+/// The block options of today's open models (issue 27), on top of the placement.
+#[derive(Args, Debug, Clone, Default)]
+pub struct RecipeArgs {
+    /// NormFormer's three additions (a norm on the attention's output, one over the FFN's
+    /// hidden features, per-head gains).
+    #[arg(long)]
+    pub(crate) normformer: bool,
+    /// LayerScale: a per-channel gain on each branch, every entry starting at this value
+    /// (CaiT: 0.1 to 1e-6 by depth).
+    #[arg(long, value_parser = parse_positive, allow_hyphen_values = true)]
+    pub(crate) layer_scale: Option<f64>,
+    /// Soft-cap the attention logits at this value, c·tanh(S/c) (Gemma 2: 50).
+    #[arg(long, value_parser = parse_positive, allow_hyphen_values = true)]
+    pub(crate) attention_softcap: Option<f64>,
+    /// Soft-cap the output logits at this value (Gemma 2: 30).
+    #[arg(long, value_parser = parse_positive, allow_hyphen_values = true)]
+    pub(crate) final_softcap: Option<f64>,
+}
+
+impl RecipeArgs {
+    /// `stack` with these options.
+    pub fn apply(&self, stack: TransformerStackConfig) -> TransformerStackConfig {
+        let block = stack.block.clone();
+        let block = if self.normformer {
+            block.normformer()
+        } else {
+            block
+        };
+        TransformerStackConfig {
+            block: block
+                .with_layer_scale(self.layer_scale)
+                .with_attention_logit_softcap(self.attention_softcap),
+            ..stack
+        }
+        .with_final_logit_softcap(self.final_softcap)
+    }
+}
+
 impl ModelArgs {
     /// The stack of these widths (its depth, placement and norm are the command's).
     pub fn stack(&self) -> TransformerStackConfig {
@@ -100,7 +138,7 @@ pub struct TrainArgs {
     pub(crate) common: CommonArgs,
     #[command(flatten)]
     pub(crate) task: TaskArgs,
-    /// post, pre, peri (sandwich), deepnorm, post-branch, parallel, rezero or none.
+    /// post, pre, peri (sandwich), deepnorm, post-branch, parallel, resi-dual, rezero or none.
     #[arg(long, default_value = "pre", value_parser = parse_placement)]
     pub(crate) placement: Placement,
     /// layer, rms, dyt or identity.
@@ -111,6 +149,8 @@ pub struct TrainArgs {
     pub(crate) depth: usize,
     #[command(flatten)]
     pub(crate) model: ModelArgs,
+    #[command(flatten)]
+    pub(crate) recipes: RecipeArgs,
     /// Peak learning rate.
     #[arg(long, default_value_t = 3e-3, value_parser = parse_positive, allow_hyphen_values = true)]
     pub(crate) lr: f64,
@@ -301,6 +341,7 @@ impl TrainArgs {
             .with_norm(self.norm.config())
             .with_qk_norm(self.qk_layernorm.then(|| NormKind::Layer.config()))
             .with_separate_qk_norms(self.qk_layernorm);
+        let stack = self.recipes.apply(stack);
         let model = ModelConfig::new()
             .with_stack(stack)
             .with_backend(self.common.backend);

@@ -50,6 +50,26 @@ pub const NOT_RUN: &[(&str, &str)] = &[
         "wortsman-fig3-zloss-lowers-sensitivity",
         "Fig. 3: no weight decay, with and without z-loss, over the LR grid",
     ),
+    (
+        "normformer-abstract-preln-gradient-mismatch",
+        "NormFormer Fig. 2: per-layer gradients over the first training steps, Pre-LN",
+    ),
+    (
+        "normformer-abstract-fix-balances-gradients",
+        "NormFormer Fig. 2: the same profile for Pre-LN and NormFormer",
+    ),
+    (
+        "cait-abstract-layerscale-trains-deeper",
+        "CaiT: Pre-LN with and without LayerScale over depths at one LR",
+    ),
+    (
+        "gemma2-s2-softcap-bounds-logits-at-high-lr",
+        "Gemma 2: the Wortsman LR grid with attention-logit soft-capping",
+    ),
+    (
+        "residual-abstract-gradient-lower-bound",
+        "ResiDual: Xiong's Fig. 3 probe for ResiDual at L = 48",
+    ),
 ];
 
 /// Every measurement the demo makes, in report order: Xiong et al. (Theorem 1, Fig. 3,

@@ -486,6 +486,64 @@ fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
+/// The recipes of issue 27 from the command line: a ResiDual NormFormer model with
+/// LayerScale and both soft caps trains, and its config records each option.
+#[test]
+fn cli_train_takes_the_modern_recipes() {
+    let dir = TempDir::new("cli-recipes");
+    let out = dir.path().to_str().unwrap();
+    let output = addnorm(&[
+        "train",
+        "--backend",
+        "ndarray",
+        "--out",
+        out,
+        "--task",
+        "copy",
+        "--length",
+        "3",
+        "--symbols",
+        "5",
+        "--placement",
+        "resi-dual",
+        "--normformer",
+        "--layer-scale",
+        "0.1",
+        "--attention-softcap",
+        "5",
+        "--final-softcap",
+        "10",
+        "--depth",
+        "2",
+        "--d-model",
+        "8",
+        "--heads",
+        "2",
+        "--steps",
+        "3",
+        "--batch",
+        "4",
+        "--eval-every",
+        "3",
+    ]);
+    assert_eq!(output.status.code(), Some(0), "stderr: {}", stderr(&output));
+    let config: TrainConfig = serde_json::from_str(&read(&dir.join("config.json")))
+        .expect("config.json parses as a TrainConfig");
+    let block = config.model.block();
+    assert_eq!(block.placement, Placement::ResiDual);
+    assert!(block.attention_output_norm && block.feed_forward_norm && block.head_scale);
+    assert_eq!(
+        (block.layer_scale, block.attention_logit_softcap),
+        (Some(0.1), Some(5.0))
+    );
+    assert_eq!(config.model.stack.final_logit_softcap, Some(10.0));
+    let summary: TrainSummary =
+        serde_json::from_str(&read(&dir.join("summary.json"))).expect("summary.json");
+    assert_eq!((summary.steps_completed, summary.diverged), (3, None));
+    let bad = addnorm(&["train", "--out", out, "--final-softcap", "0"]);
+    assert_eq!(bad.status.code(), Some(2), "stderr: {}", stderr(&bad));
+}
+
 #[test]
 fn cli_train_with_tiny_settings_exits_0_and_writes_a_rerunnable_config() {
     let dir = TempDir::new("cli-train");

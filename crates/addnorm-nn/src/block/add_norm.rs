@@ -9,6 +9,10 @@
 //! entry starting at the configured value (CaiT: 0.1 up to depth 18, 1e-5 at 24, 1e-6
 //! deeper). It is ReZero's gate as a vector, on any placement.
 //!
+//! NormFormer's post-attention norm (Shleifer et al. 2021) is an output norm on a Pre
+//! connection ([`AddNorm::with_output_norm`]). ResiDual (Xie et al. 2023) carries a second
+//! stream through [`AddNorm::forward_dual`].
+//!
 //! # Shapes
 //! - input `x` and `F(x)`: `[batch, seq, d_model]`; output: the same
 
@@ -26,9 +30,10 @@ use crate::norm::{Norm, NormConfig};
 pub struct AddNorm<B: Backend> {
     /// The norm on the sublayer's input (Pre, Peri).
     pub input_norm: Option<Norm<B>>,
-    /// The norm on the sublayer's output, before the addition (Peri).
+    /// The norm on the sublayer's output, before the addition (Peri, PostBranch, NormFormer's
+    /// post-attention norm).
     pub output_norm: Option<Norm<B>>,
-    /// The norm after the addition (Post, DeepNorm).
+    /// The norm after the addition (Post, DeepNorm, ResiDual).
     pub sum_norm: Option<Norm<B>>,
     /// ReZero's learnable gate `a`, `[1]`, initialized to 0.
     pub rezero_gate: Option<Param<Tensor<B, 1>>>,
@@ -55,13 +60,13 @@ impl<B: Backend> AddNorm<B> {
     ) -> Self {
         let make = || Some(norm.with_d_model(d_model).init(device));
         let (input_norm, output_norm, sum_norm) = match placement {
-            Placement::Post | Placement::DeepNorm => (None, None, make()),
+            Placement::Post | Placement::DeepNorm | Placement::ResiDual => (None, None, make()),
             // Parallel: the attention connection's norm; the block removes the feed-forward
             // connection's (TransformerBlockConfig::init), which reads the same one.
             Placement::Pre | Placement::Parallel => (make(), None, None),
             Placement::Peri => (make(), make(), None),
             Placement::PostBranch => (None, make(), None),
-            Placement::ReZero | Placement::None => (None, None, None),
+            _ => (None, None, None),
         };
         Self {
             input_norm,
@@ -87,6 +92,22 @@ impl<B: Backend> AddNorm<B> {
             "TransformerBlockConfig.layer_scale must be finite, got {init}"
         );
         self.layer_scale = Some(Initializer::Constant { value: init }.init([d_model], device));
+        self
+    }
+
+    /// This connection with a norm on the sublayer's output, before the addition, where it
+    /// has none: NormFormer's post-attention norm (Shleifer et al. 2021, §2), which makes a
+    /// Pre connection `x + Norm(F(Norm(x)))` (in a Peri connection the norm is there
+    /// already).
+    pub fn with_output_norm(
+        mut self,
+        norm: &NormConfig,
+        d_model: usize,
+        device: &B::Device,
+    ) -> Self {
+        if self.output_norm.is_none() {
+            self.output_norm = Some(norm.with_d_model(d_model).init(device));
+        }
         self
     }
 
@@ -122,6 +143,11 @@ impl<B: NormBackend> AddNorm<B> {
 
     /// Applies `sublayer` inside the residual connection.
     ///
+    /// Every placement computes the branch term `out(F(in(x)))`, each norm only where the
+    /// connection has it (Pre: `in`; Peri: both; PostBranch and NormFormer's post-attention
+    /// norm: `out`), passes it through [`branch`](Self::branch) (LayerScale, dropout), and
+    /// joins it to the residual as [`Placement`] says ([`join`](Self::join)).
+    ///
     /// # Shapes
     /// - input: `[batch, seq, d_model]`; `sublayer` maps that shape to itself
     /// - output: `[batch, seq, d_model]`
@@ -130,29 +156,68 @@ impl<B: NormBackend> AddNorm<B> {
         x: Tensor<B, 3>,
         sublayer: impl FnOnce(Tensor<B, 3>) -> Tensor<B, 3>,
     ) -> Tensor<B, 3> {
-        let residual = x.clone();
-        let drop = |t| self.branch(t);
+        let term = self.branch_term(x.clone(), sublayer);
+        self.join(x, term)
+    }
+
+    /// [`forward`](Self::forward) with ResiDual's second stream (Xie et al. 2023, §3):
+    /// a ResiDual connection returns `(Norm(x + f), dual + f)` for the branch term `f`;
+    /// every other placement returns `(forward(x), dual)`.
+    ///
+    /// # Shapes
+    /// - input `x`, `dual` and output: `[batch, seq, d_model]`
+    pub fn forward_dual(
+        &self,
+        x: Tensor<B, 3>,
+        dual: Tensor<B, 3>,
+        sublayer: impl FnOnce(Tensor<B, 3>) -> Tensor<B, 3>,
+    ) -> (Tensor<B, 3>, Tensor<B, 3>) {
+        if self.placement != Placement::ResiDual {
+            return (self.forward(x, sublayer), dual);
+        }
+        let term = self.branch_term(x.clone(), sublayer);
+        (self.join(x, term.clone()), dual + term)
+    }
+
+    /// adaLN-Zero's connection (Peebles & Xie 2023, §3.2):
+    /// `x + α ⊙ branch(F(in(x) ⊙ (1 + γ) + β))` for the modulation `m` = (β, γ, α) (see
+    /// [`AdaLnZero`](super::AdaLnZero)). Only a Pre connection is conditioned.
+    ///
+    /// # Shapes
+    /// - input `x`: `[batch, seq, d_model]`; `m`'s tensors `[batch, 1, d_model]`
+    /// - output: `[batch, seq, d_model]`
+    pub fn forward_modulated(
+        &self,
+        x: Tensor<B, 3>,
+        m: &super::Modulation<B>,
+        sublayer: impl FnOnce(Tensor<B, 3>) -> Tensor<B, 3>,
+    ) -> Tensor<B, 3> {
+        let h = m.modulate(maybe(&self.input_norm, x.clone()));
+        x + self.branch(sublayer(h)) * m.gate.clone()
+    }
+
+    /// `branch(out(F(in(x))))`: what the connection adds to the residual.
+    fn branch_term(
+        &self,
+        x: Tensor<B, 3>,
+        sublayer: impl FnOnce(Tensor<B, 3>) -> Tensor<B, 3>,
+    ) -> Tensor<B, 3> {
+        let f = sublayer(maybe(&self.input_norm, x));
+        self.branch(maybe(&self.output_norm, f))
+    }
+
+    /// Joins the branch term `term` to the residual `x` as the placement says: through the
+    /// sum norm (Post, ResiDual; DeepNorm after scaling `x` by α), through ReZero's gate, or
+    /// by a plain sum.
+    pub(crate) fn join(&self, x: Tensor<B, 3>, term: Tensor<B, 3>) -> Tensor<B, 3> {
         match self.placement {
-            Placement::Post => maybe(&self.sum_norm, residual + drop(sublayer(x))),
-            // Alone, a Parallel connection is a Pre one; the block adds its two sublayers
-            // side by side (TransformerBlock::forward).
-            Placement::Pre | Placement::Parallel => {
-                residual + drop(sublayer(maybe(&self.input_norm, x)))
-            }
-            Placement::Peri => {
-                let f = sublayer(maybe(&self.input_norm, x));
-                residual + drop(maybe(&self.output_norm, f))
-            }
-            Placement::PostBranch => residual + drop(maybe(&self.output_norm, sublayer(x))),
-            Placement::DeepNorm => maybe(
-                &self.sum_norm,
-                residual * self.residual_scale + drop(sublayer(x)),
-            ),
+            Placement::Post | Placement::ResiDual => maybe(&self.sum_norm, x + term),
+            Placement::DeepNorm => maybe(&self.sum_norm, x * self.residual_scale + term),
             Placement::ReZero => {
                 let gate = self.rezero_gate.as_ref().expect("ReZero has a gate").val();
-                residual + drop(sublayer(x)) * gate.unsqueeze::<3>()
+                x + term * gate.unsqueeze::<3>()
             }
-            Placement::None => residual + drop(sublayer(x)),
+            _ => x + term,
         }
     }
 }

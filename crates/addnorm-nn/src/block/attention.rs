@@ -6,9 +6,17 @@
 //! Q, K ← Norm(Q), Norm(K)                                  per head, with QK-norm
 //! Q, K ← Norm_Q(Q), Norm_K(K)                              the same, separate_qk_norms
 //! S = Q·Kᵀ / √d_head        (future positions set to −∞ when causal)
-//! A = softmax(S)·V          heads concatenated back to d_model
-//! MHSA(x) = A·W^O + b^O
+//! S ← c·tanh(S/c)           with a logit soft cap c (Gemma 2), before the mask
+//! A_h = softmax(S_h)·V_h    per head h
+//! A_h ← γ_h·A_h             with NormFormer's head scale (γ learnable, 1 at init)
+//! MHSA(x) = concat(A_1..A_h)·W^O + b^O
 //! ```
+//!
+//! The head scale follows NormFormer's formula (Shleifer et al. 2021, §2,
+//! `HeadScaleMHA = Concat(γ₁h₁, …, γₙhₙ)·W^O`), before W^O. (fairseq's `c_attn` scales the
+//! output of W^O in `d_head`-wide slices instead, which is another function; its checkpoints'
+//! `c_attn` is not read into this one.) The soft cap runs inside the fused CPU kernels; on
+//! CubeCL it takes the composite path.
 //!
 //! With W^Q = W^K = 0 every score is 0 and attention averages the (visible) values: the
 //! setting of Xiong et al.'s (2020) gradient analysis.
@@ -27,7 +35,7 @@
 //! - output: `[batch, seq, d_model]`
 
 use burn::config::Config;
-use burn::module::{Initializer, Module};
+use burn::module::{Initializer, Module, Param};
 use burn::nn::{Dropout, DropoutConfig, Linear};
 use burn::tensor::{Shape, Tensor, TensorPrimitive, ops::FloatTensor};
 
@@ -65,19 +73,34 @@ pub struct MultiHeadSelfAttentionConfig {
     /// Default: Xavier-normal, gain 1
     #[config(default = "xavier_normal(1.0)")]
     pub initializer: Initializer,
+    /// NormFormer's head scale: a learnable gain per head on its output, before W^O, all
+    /// starting at 1 (see the [module docs](self)). Default: false
+    #[config(default = false)]
+    pub head_scale: bool,
+    /// Soft-cap the logits at c: `S ← c·tanh(S/c)` (Gemma 2 uses c = 50). Must be positive.
+    /// Default: None
+    #[config(default = "None")]
+    pub logit_softcap: Option<f64>,
 }
 
 impl MultiHeadSelfAttentionConfig {
     /// Builds the sublayer on `device`.
     ///
     /// # Panics
-    /// If `d_model` is not a positive multiple of `n_heads`, or `dropout` is outside [0, 1).
+    /// If `d_model` is not a positive multiple of `n_heads`, `dropout` is outside [0, 1), or
+    /// `logit_softcap` is not positive and finite.
     pub fn init<B: burn::tensor::backend::Backend>(
         &self,
         device: &B::Device,
     ) -> MultiHeadSelfAttention<B> {
         super::validate_heads("MultiHeadSelfAttentionConfig", self.d_model, self.n_heads);
         super::validate_dropout("MultiHeadSelfAttentionConfig", self.dropout);
+        if let Some(cap) = self.logit_softcap {
+            assert!(
+                cap.is_finite() && cap > 0.0,
+                "MultiHeadSelfAttentionConfig.logit_softcap must be positive and finite, got {cap}"
+            );
+        }
         let d_head = self.d_model / self.n_heads;
         let p = |device| projection(self.d_model, self.d_model, &self.initializer, device);
         let (mut query, mut key) = (p(device), p(device));
@@ -99,9 +122,13 @@ impl MultiHeadSelfAttentionConfig {
                 .as_ref()
                 .filter(|_| self.separate_qk_norms)
                 .map(|n| n.with_d_model(d_head).init(device)),
+            head_scale: self
+                .head_scale
+                .then(|| Initializer::Ones.init([self.n_heads], device)),
             dropout: DropoutConfig::new(self.dropout).init(),
             n_heads: self.n_heads,
             causal: self.causal,
+            logit_softcap: self.logit_softcap,
         }
     }
 }
@@ -121,11 +148,15 @@ pub struct MultiHeadSelfAttention<B: burn::tensor::backend::Backend> {
     pub qk_norm: Option<Norm<B>>,
     /// The keys' own QK-norm, with `separate_qk_norms`.
     pub key_norm: Option<Norm<B>>,
+    /// NormFormer's per-head gains γ, `[n_heads]`, with `head_scale`.
+    pub head_scale: Option<Param<Tensor<B, 1>>>,
     dropout: Dropout,
     #[module(skip)]
     n_heads: usize,
     #[module(skip)]
     causal: bool,
+    #[module(skip)]
+    logit_softcap: Option<f64>,
 }
 
 impl<B: NormBackend> MultiHeadSelfAttention<B> {
@@ -155,6 +186,7 @@ impl<B: NormBackend> MultiHeadSelfAttention<B> {
         let mut spec = AttentionSpec::causal(self.n_heads, d_head);
         spec.causal = self.causal;
         spec.max_logit = record;
+        spec.softcap = self.logit_softcap;
         let (mut q, mut k) = (
             linear::forward(&self.query, x.clone()),
             linear::forward(&self.key, x.clone()),
@@ -173,8 +205,24 @@ impl<B: NormBackend> MultiHeadSelfAttention<B> {
         } else {
             (attention(q, k, v, spec), None)
         };
+        let context = match &self.head_scale {
+            Some(gains) => context * per_column(gains.val(), d_head).unsqueeze::<3>(),
+            None => context,
+        };
         (linear::forward(&self.output, context), max_logit)
     }
+}
+
+/// Head `h`'s gain repeated over its `d_head` columns: `[heads]` → `[heads · d_head]`.
+fn per_column<B: burn::tensor::backend::Backend>(
+    gains: Tensor<B, 1>,
+    d_head: usize,
+) -> Tensor<B, 1> {
+    let [heads] = gains.dims();
+    gains
+        .reshape([heads, 1])
+        .expand([heads, d_head])
+        .reshape([heads * d_head])
 }
 
 /// Applies `norm` (fitted to `d_head`) to each head of `x: [batch, T, d_model]`, in place:

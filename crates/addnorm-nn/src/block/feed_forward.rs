@@ -2,14 +2,19 @@
 //!
 //! ```text
 //! FFN(x) = act(x·W₁ + b₁)·W₂ + b₂        act ∈ {GELU, ReLU}
+//! FFN(x) = Norm(act(x·W₁ + b₁))·W₂ + b₂  with NormFormer's FFN norm (over d_ff)
 //! ```
 //!
+//! The hidden norm is NormFormer's "FFN LN" (Shleifer et al. 2021, §2): a norm after the
+//! activation, over the `d_ff` hidden features, before W₂ (fairseq's `ffn_layernorm`).
+//!
 //! # Shapes
-//! - input: `[batch, seq, d_model]`; `W₁: [d_model, d_ff]`, `W₂: [d_ff, d_model]`
+//! - input: `[batch, seq, d_model]`; `W₁: [d_model, d_ff]`, `W₂: [d_ff, d_model]`; the
+//!   hidden activations and their norm: `[batch, seq, d_ff]`
 //! - output: `[batch, seq, d_model]`
 
+use addnorm_kernels::NormBackend;
 use addnorm_kernels::gelu::gelu;
-use addnorm_kernels::{GeluBackend, LinearBackend};
 use burn::config::Config;
 use burn::module::{Initializer, Module};
 use burn::nn::{Dropout, DropoutConfig, Linear, Relu};
@@ -17,6 +22,7 @@ use burn::tensor::{Tensor, backend::Backend};
 use serde::{Deserialize, Serialize};
 
 use super::linear::{self, projection, xavier_normal};
+use crate::norm::{Norm, NormConfig};
 
 /// The feed-forward nonlinearity. New ones may be added, so matches need a wildcard arm.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
@@ -48,6 +54,10 @@ pub struct FeedForwardConfig {
     /// The initializer of W₁ and W₂ (biases start at zero). Default: Xavier-normal, gain 1
     #[config(default = "xavier_normal(1.0)")]
     pub initializer: Initializer,
+    /// NormFormer's FFN norm: this norm (fitted to `d_ff`) on the hidden activations, after
+    /// the nonlinearity and before W₂. Default: None
+    #[config(default = "None")]
+    pub hidden_norm: Option<NormConfig>,
 }
 
 impl FeedForwardConfig {
@@ -66,6 +76,10 @@ impl FeedForwardConfig {
         FeedForward {
             inner: projection(self.d_model, self.d_ff, &self.initializer, device),
             outer: projection(self.d_ff, self.d_model, &self.initializer, device),
+            hidden_norm: self
+                .hidden_norm
+                .as_ref()
+                .map(|norm| norm.with_d_model(self.d_ff).init(device)),
             dropout: DropoutConfig::new(self.dropout).init(),
             activation: self.activation,
         }
@@ -79,12 +93,14 @@ pub struct FeedForward<B: Backend> {
     pub inner: Linear<B>,
     /// The second projection, W₂: `[d_ff, d_model]`.
     pub outer: Linear<B>,
+    /// NormFormer's norm over the `d_ff` hidden activations, when configured.
+    pub hidden_norm: Option<Norm<B>>,
     dropout: Dropout,
     #[module(skip)]
     activation: Activation,
 }
 
-impl<B: LinearBackend + GeluBackend> FeedForward<B> {
+impl<B: NormBackend> FeedForward<B> {
     /// Applies the sublayer.
     ///
     /// # Shapes
@@ -96,6 +112,11 @@ impl<B: LinearBackend + GeluBackend> FeedForward<B> {
             Activation::Gelu => gelu(hidden),
             Activation::Relu => Relu::new().forward(hidden),
         };
-        linear::forward(&self.outer, self.dropout.forward(hidden))
+        let hidden = self.dropout.forward(hidden);
+        let hidden = match &self.hidden_norm {
+            Some(norm) => norm.forward(hidden),
+            None => hidden,
+        };
+        linear::forward(&self.outer, hidden)
     }
 }

@@ -1,11 +1,12 @@
 //! The transformer: [`MultiHeadSelfAttention`], [`FeedForward`], the residual
-//! [`AddNorm`] with every [`Placement`], [`TransformerBlock`] and the causal-LM
-//! [`TransformerStack`]. See [`Placement`] for the formulas of the residual placements.
+//! [`AddNorm`] with every [`Placement`], adaLN-Zero's conditioning ([`AdaLnZero`]),
+//! [`TransformerBlock`] and the causal-LM [`TransformerStack`]. See [`Placement`] for the formulas of the residual placements.
 //!
 //! # Shapes
 //! Blocks map `[batch, seq, d_model]` to itself; the stack maps token ids `[batch, seq]`
 //! to logits `[batch, seq, vocab_size]`.
 
+pub mod ada_ln;
 pub mod add_norm;
 pub mod attention;
 pub mod feed_forward;
@@ -14,6 +15,7 @@ pub mod placement;
 pub mod stack;
 pub mod transformer_block;
 
+pub use ada_ln::{AdaLnZero, AdaLnZeroConfig, Modulation};
 pub use add_norm::AddNorm;
 pub use attention::{MultiHeadSelfAttention, MultiHeadSelfAttentionConfig};
 pub use feed_forward::{Activation, FeedForward, FeedForwardConfig};

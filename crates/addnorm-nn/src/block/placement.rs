@@ -19,6 +19,10 @@ use serde::{Deserialize, Serialize};
 /// PostBranch x ← x + Norm(F(x))                OLMo 2's "reordered norm"; plus a final Norm
 /// Parallel  x ← x + F_att(Norm(x)) + F_ffn(Norm(x))   one norm, both sublayers side by
 ///                                              side (GPT-J, PaLM); plus a final Norm
+/// ResiDual  x ← Norm(x + F(x)), x_d ← x_d + F(x)   Xie et al. 2023: a Post-LN stream x
+///                                              and a dual stream x_d, both starting at the
+///                                              embeddings; the stack's output is
+///                                              x + Norm(x_d), the final Norm on x_d
 /// DeepNorm  x ← Norm(α·x + F(x))               α = (2N)^¼; W^V, W^O, W₁, W₂ scaled by β = (8N)^−¼
 /// ReZero    x ← x + a·F(x)                     a learnable, starts at 0; no norm
 /// None      x ← x + F(x)                       no norm at all
@@ -46,6 +50,13 @@ pub enum Placement {
     /// 2021; PaLM, Chowdhery et al. 2022, §2). The attention connection holds the one norm;
     /// the feed-forward connection has none of its own.
     Parallel,
+    /// `x ← Norm(x + F(x))` with a second, unnormalized stream `x_d ← x_d + F(x)`: ResiDual
+    /// (Xie et al. 2023, §3, "Transformer with Dual Residual Connections"). Both streams start
+    /// at the embeddings, and the stack's output is `x + Norm(x_d)` with its final Norm, so the
+    /// gradient reaches every layer through `x_d` as in Pre-LN while the Post-LN stream keeps
+    /// its representation. [`TransformerBlock::forward_dual`](super::TransformerBlock)
+    /// carries the two streams; a block's plain `forward` returns the Post-LN stream.
+    ResiDual,
     /// `x ← x + a·F(x)` with a learnable scalar `a` initialized to 0 (Bachlechner et al.
     /// 2020). No norm.
     ReZero,
@@ -55,19 +66,20 @@ pub enum Placement {
 
 impl Placement {
     /// Every placement, in the order of the module docs.
-    pub const ALL: [Placement; 8] = [
+    pub const ALL: [Placement; 9] = [
         Placement::Post,
         Placement::Pre,
         Placement::Peri,
         Placement::DeepNorm,
         Placement::PostBranch,
         Placement::Parallel,
+        Placement::ResiDual,
         Placement::ReZero,
         Placement::None,
     ];
 
     /// The lower-case name used on the command line and in reports: `post`, `pre`, `peri`,
-    /// `deepnorm`, `post-branch`, `parallel`, `rezero`, `none`.
+    /// `deepnorm`, `post-branch`, `parallel`, `resi-dual`, `rezero`, `none`.
     pub fn name(self) -> &'static str {
         match self {
             Placement::Post => "post",
@@ -76,6 +88,7 @@ impl Placement {
             Placement::DeepNorm => "deepnorm",
             Placement::PostBranch => "post-branch",
             Placement::Parallel => "parallel",
+            Placement::ResiDual => "resi-dual",
             Placement::ReZero => "rezero",
             Placement::None => "none",
         }
@@ -91,11 +104,16 @@ impl Placement {
     }
 
     /// Whether the stack ends with a final norm before the output head (Pre, Peri,
-    /// PostBranch and Parallel, whose residual stream is otherwise never normalized).
+    /// PostBranch and Parallel, whose residual stream is otherwise never normalized; ResiDual,
+    /// on its dual stream).
     pub fn has_final_norm(self) -> bool {
         matches!(
             self,
-            Placement::Pre | Placement::Peri | Placement::PostBranch | Placement::Parallel
+            Placement::Pre
+                | Placement::Peri
+                | Placement::PostBranch
+                | Placement::Parallel
+                | Placement::ResiDual
         )
     }
 

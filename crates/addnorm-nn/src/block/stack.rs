@@ -4,7 +4,9 @@
 //! ```text
 //! x₀ = E_tok[tokens] + E_pos[0..T]          each embedding ~ N(0, ½): E‖x₀‖²/d = 1
 //! x_l = Block_l(x_{l−1})                    l = 1..N
-//! logits = Head(FinalNorm(x_N))             FinalNorm only for Pre and Peri
+//! logits = Head(FinalNorm(x_N))             FinalNorm where the placement has one
+//! logits = Head(x_N + FinalNorm(x_N^d))     ResiDual, its dual stream x^d from x₀
+//! logits ← c·tanh(logits / c)               with a final-logit soft cap c (Gemma 2)
 //! ```
 //!
 //! # Shapes
@@ -60,6 +62,10 @@ pub struct TransformerStackConfig {
     /// true. Default: `TransformerBlockConfig::new(32, 2, 128).with_n_layers(2)`
     #[config(default = "TransformerBlockConfig::new(32, 2, 128).with_n_layers(2)")]
     pub block: TransformerBlockConfig,
+    /// Gemma 2's final-logit soft-capping: `logits ← c·tanh(logits/c)` (Gemma 2 uses
+    /// c = 30; Gemma Team 2024, §2). Must be positive. Default: None
+    #[config(default = "None")]
+    pub final_logit_softcap: Option<f64>,
 }
 
 /// Setters of the block's fields on the stack: each sets that field of
@@ -91,6 +97,11 @@ block_setters! {
     with_separate_qk_norms => separate_qk_norms: bool,
     with_zero_init_query_key => zero_init_query_key: bool,
     with_initializer => initializer: Initializer,
+    with_layer_scale => layer_scale: Option<f64>,
+    with_attention_output_norm => attention_output_norm: bool,
+    with_feed_forward_norm => feed_forward_norm: bool,
+    with_head_scale => head_scale: bool,
+    with_attention_logit_softcap => attention_logit_softcap: Option<f64>,
 }
 
 impl TransformerStackConfig {
@@ -113,7 +124,8 @@ impl TransformerStackConfig {
     /// # Panics
     /// If `block.n_layers`, `vocab_size`, `max_seq_len` or `block.d_ff` is zero,
     /// `block.d_model` is not a positive multiple of `block.n_heads`, `block.dropout` is
-    /// outside [0, 1), or `block.causal` is false. The message names the field and its value.
+    /// outside [0, 1), `block.causal` is false, `block.conditioning` is set, or
+    /// `final_logit_softcap` is not positive and finite. The message names the field and its value.
     pub fn init<B: Backend>(&self, device: &B::Device) -> TransformerStack<B> {
         let block = &self.block;
         assert!(
@@ -133,6 +145,17 @@ impl TransformerStackConfig {
         );
         super::validate_heads("TransformerStackConfig.block", block.d_model, block.n_heads);
         super::validate_dropout("TransformerStackConfig.block", block.dropout);
+        assert!(
+            block.conditioning.is_none(),
+            "TransformerStackConfig.block.conditioning must be None: the language model has no \
+             conditioning input (build adaLN-Zero blocks with TransformerBlockConfig)"
+        );
+        if let Some(cap) = self.final_logit_softcap {
+            assert!(
+                cap.is_finite() && cap > 0.0,
+                "TransformerStackConfig.final_logit_softcap must be positive and finite, got {cap}"
+            );
+        }
         let half_variance = Initializer::Normal {
             mean: 0.0,
             std: core::f64::consts::FRAC_1_SQRT_2,
@@ -151,6 +174,7 @@ impl TransformerStackConfig {
                 .has_final_norm()
                 .then(|| block.norm.with_d_model(block.d_model).init(device)),
             head: projection(block.d_model, self.vocab_size, &block.initializer, device),
+            final_logit_softcap: self.final_logit_softcap,
         }
     }
 }
@@ -178,6 +202,8 @@ pub struct TransformerStack<B: Backend> {
     pub final_norm: Option<Norm<B>>,
     /// The output projection to logits, `[d_model, vocab_size]`.
     pub head: Linear<B>,
+    #[module(skip)]
+    final_logit_softcap: Option<f64>,
 }
 
 impl<B: NormBackend> TransformerStack<B> {
@@ -195,31 +221,58 @@ impl<B: NormBackend> TransformerStack<B> {
         self.token_embedding.forward(tokens) + self.position_embedding.forward(positions)
     }
 
-    /// Logits from the last residual stream.
-    fn logits(&self, x: Tensor<B, 3>) -> Tensor<B, 3> {
-        linear::forward(&self.head, self.normalized(x))
+    /// Logits from the features: the head, then the soft cap where configured.
+    fn logits(&self, features: Tensor<B, 3>) -> Tensor<B, 3> {
+        let logits = linear::forward(&self.head, features);
+        match self.final_logit_softcap {
+            Some(cap) => (logits / cap).tanh() * cap,
+            None => logits,
+        }
     }
 
-    /// The last residual stream as the head sees it (after the final norm, if any).
-    fn normalized(&self, x: Tensor<B, 3>) -> Tensor<B, 3> {
-        match &self.final_norm {
+    /// Runs the blocks from x₀ and returns what the head reads; pushes each layer's
+    /// measurements onto `stats` when given.
+    fn run(&self, tokens: Tensor<B, 2, Int>, mut stats: Option<&mut StackStats>) -> Tensor<B, 3> {
+        let rms = |x: &Tensor<B, 3>| -> f64 {
+            let ms: f64 = x.clone().detach().square().mean().into_scalar().elem();
+            ms.sqrt()
+        };
+        let mut x = self.embed(tokens);
+        let resi_dual = self
+            .blocks
+            .first()
+            .is_some_and(|b| b.attention_residual.placement() == Placement::ResiDual);
+        let mut dual = resi_dual.then(|| x.clone());
+        if let Some(stats) = stats.as_deref_mut() {
+            stats.residual_rms.push(rms(&x));
+        }
+        for block in &self.blocks {
+            let (y, d, max_logit) = block.apply(x, dual, stats.is_some());
+            if let (Some(stats), Some(m)) = (stats.as_deref_mut(), max_logit) {
+                stats.max_attention_logit.push(m.into_scalar().elem());
+                stats.residual_rms.push(rms(&y));
+            }
+            (x, dual) = (y, d);
+        }
+        let norm = |x| match &self.final_norm {
             Some(norm) => norm.forward(x),
             None => x,
+        };
+        match dual {
+            Some(dual) => x + norm(dual),
+            None => norm(x),
         }
     }
 
     /// The features the output head reads: the last block's output, after the final norm
-    /// where the placement has one. DeepNet's (Wang et al. 2022) model output F(x, θ).
+    /// where the placement has one (for ResiDual, `x_N + FinalNorm(x_N^d)`). DeepNet's (Wang
+    /// et al. 2022) model output F(x, θ).
     ///
     /// # Shapes
     /// - input: `[batch, seq]` token ids
     /// - output: `[batch, seq, d_model]`
     pub fn features(&self, tokens: Tensor<B, 2, Int>) -> Tensor<B, 3> {
-        let x = self
-            .blocks
-            .iter()
-            .fold(self.embed(tokens), |x, block| block.forward(x));
-        self.normalized(x)
+        self.run(tokens, None)
     }
 
     /// Next-token logits.
@@ -231,7 +284,7 @@ impl<B: NormBackend> TransformerStack<B> {
     /// # Panics
     /// If `seq > max_seq_len`.
     pub fn forward(&self, tokens: Tensor<B, 2, Int>) -> Tensor<B, 3> {
-        linear::forward(&self.head, self.features(tokens))
+        self.logits(self.features(tokens))
     }
 
     /// Next-token logits and the per-layer [`StackStats`]. Costs one device sync per layer;
@@ -241,23 +294,11 @@ impl<B: NormBackend> TransformerStack<B> {
     /// - input: `[batch, seq]` token ids
     /// - output: `[batch, seq, vocab_size]`
     pub fn forward_with_stats(&self, tokens: Tensor<B, 2, Int>) -> (Tensor<B, 3>, StackStats) {
-        let rms = |x: &Tensor<B, 3>| -> f64 {
-            let ms: f64 = x.clone().detach().square().mean().into_scalar().elem();
-            ms.sqrt()
-        };
-        let mut x = self.embed(tokens);
         let mut stats = StackStats {
-            residual_rms: vec![rms(&x)],
+            residual_rms: Vec::with_capacity(self.blocks.len() + 1),
             max_attention_logit: Vec::with_capacity(self.blocks.len()),
         };
-        for block in &self.blocks {
-            let (y, max_logit) = block.forward_with_max_logit(x);
-            stats
-                .max_attention_logit
-                .push(max_logit.into_scalar().elem());
-            stats.residual_rms.push(rms(&y));
-            x = y;
-        }
-        (self.logits(x), stats)
+        let features = self.run(tokens, Some(&mut stats));
+        (self.logits(features), stats)
     }
 }

@@ -5,10 +5,20 @@
 //! x = attention_residual(x, F = MHSA)
 //! x = feed_forward_residual(x, F = FFN)
 //! ```
-//! each one the [`Placement`]'s formula with that F (see [`Placement`] for the table).
+//! each one the [`Placement`]'s formula with that F (see [`Placement`] for the table). The
+//! options of today's open models change the pieces, not this order:
+//!
+//! ```text
+//! NormFormer      MHSA with per-head gains; x + Norm(MHSA(Norm x)); FFN with a norm over d_ff
+//! LayerScale      each branch term times λ ∈ ℝ^d_model
+//! soft cap        the attention logits S ← c·tanh(S/c)
+//! ResiDual        (x, x_d) ← (Norm(x + F(x)), x_d + F(x)) per sublayer (forward_dual)
+//! adaLN-Zero      x + α ⊙ F(Norm(x) ⊙ (1 + γ) + β), (β, γ, α) from c (forward_conditioned)
+//! Parallel        x + MHSA(Norm x) + FFN(Norm x)
+//! ```
 //!
 //! # Shapes
-//! - input: `[batch, seq, d_model]`; output: the same
+//! - input: `[batch, seq, d_model]`; output: the same; adaLN-Zero's `c`: `[batch, d_cond]`
 
 use burn::config::Config;
 use burn::module::{Initializer, Module, Param};
@@ -17,6 +27,7 @@ use burn::tensor::{Tensor, backend::Backend};
 
 use addnorm_kernels::NormBackend;
 
+use super::ada_ln::{AdaLnZero, AdaLnZeroConfig};
 use super::add_norm::AddNorm;
 use super::attention::{MultiHeadSelfAttention, MultiHeadSelfAttentionConfig};
 use super::feed_forward::{Activation, FeedForward, FeedForwardConfig};
@@ -72,6 +83,30 @@ pub struct TransformerBlockConfig {
     /// 1e-6 deeper); see [`AddNorm`]. Default: None
     #[config(default = "None")]
     pub layer_scale: Option<f64>,
+    /// NormFormer's post-attention norm (Shleifer et al. 2021, §2, "Post-Attn LN"): a norm
+    /// on the attention's output before the residual addition, `x + Norm(MHSA(Norm(x)))` in
+    /// a Pre block (see [`AddNorm::with_output_norm`]). Default: false
+    #[config(default = false)]
+    pub attention_output_norm: bool,
+    /// NormFormer's FFN norm ("FFN LN"): the block's norm over the `d_ff` hidden
+    /// activations, after the nonlinearity (see [`FeedForward`]). Default: false
+    #[config(default = false)]
+    pub feed_forward_norm: bool,
+    /// NormFormer's head scale: a learnable gain per attention head, 1 at init (see
+    /// [`MultiHeadSelfAttention`]). Default: false
+    #[config(default = false)]
+    pub head_scale: bool,
+    /// Gemma 2's attention-logit soft-capping: `S ← c·tanh(S/c)` before the softmax
+    /// (Gemma 2 uses c = 50). Default: None
+    #[config(default = "None")]
+    pub attention_logit_softcap: Option<f64>,
+    /// adaLN-Zero (Peebles & Xie 2023, DiT): the width `d_cond` of a conditioning vector
+    /// from which each sublayer's norm shift, scale and residual gate are regressed, all zero
+    /// at init (see [`AdaLnZero`]); the block then runs through
+    /// [`TransformerBlock::forward_conditioned`]. Only for `Placement::Pre`; DiT's norm is
+    /// a LayerNorm with `Affine::Off` and ε = 1e-6. Default: None
+    #[config(default = "None")]
+    pub conditioning: Option<usize>,
 }
 
 /// Multiplies a projection's weight by `scale` (DeepNorm's β).
@@ -82,15 +117,30 @@ fn scale_weight<B: Backend>(linear: &mut Linear<B>, scale: f64) {
 }
 
 impl TransformerBlockConfig {
+    /// This configuration with NormFormer's three additions (Shleifer et al. 2021, §2): the
+    /// post-attention norm, the FFN norm and the head scale. NormFormer adds them to a Pre-LN
+    /// block (`placement` Pre, the default).
+    pub fn normformer(self) -> Self {
+        self.with_attention_output_norm(true)
+            .with_feed_forward_norm(true)
+            .with_head_scale(true)
+    }
+
     /// Builds the block on `device`.
     ///
     /// # Panics
     /// If `d_model` is not a positive multiple of `n_heads`, `d_ff` or `n_layers` is zero,
-    /// or `dropout` is outside [0, 1).
+    /// `dropout` is outside [0, 1), or `conditioning` is set on a placement other than Pre.
     pub fn init<B: Backend>(&self, device: &B::Device) -> TransformerBlock<B> {
         assert!(
             self.n_layers > 0,
             "TransformerBlockConfig.n_layers must be at least 1, got 0"
+        );
+        assert!(
+            self.conditioning.is_none() || self.placement == Placement::Pre,
+            "TransformerBlockConfig.conditioning (adaLN-Zero) modulates a Pre block's input \
+             norms; placement is {}",
+            self.placement
         );
         super::validate_dropout("TransformerBlockConfig", self.dropout);
         let mut attention = MultiHeadSelfAttentionConfig::new(self.d_model, self.n_heads)
@@ -100,11 +150,14 @@ impl TransformerBlockConfig {
             .with_separate_qk_norms(self.separate_qk_norms)
             .with_zero_init_query_key(self.zero_init_query_key)
             .with_initializer(self.initializer.clone())
+            .with_head_scale(self.head_scale)
+            .with_logit_softcap(self.attention_logit_softcap)
             .init(device);
         let mut feed_forward = FeedForwardConfig::new(self.d_model, self.d_ff)
             .with_activation(self.activation)
             .with_dropout(self.dropout)
             .with_initializer(self.initializer.clone())
+            .with_hidden_norm(self.feed_forward_norm.then(|| self.norm.clone()))
             .init(device);
         let beta = self.placement.init_scale(self.n_layers);
         scale_weight(&mut attention.value, beta);
@@ -130,11 +183,19 @@ impl TransformerBlockConfig {
             // Both sublayers read the attention connection's norm.
             feed_forward_residual.input_norm = None;
         }
+        let mut attention_residual = add_norm();
+        if self.attention_output_norm {
+            attention_residual =
+                attention_residual.with_output_norm(&self.norm, self.d_model, device);
+        }
         TransformerBlock {
             attention,
-            attention_residual: add_norm(),
+            attention_residual,
             feed_forward,
             feed_forward_residual,
+            ada_ln: self
+                .conditioning
+                .map(|d_cond| AdaLnZeroConfig::new(d_cond, self.d_model).init(device)),
         }
     }
 }
@@ -150,23 +211,111 @@ pub struct TransformerBlock<B: Backend> {
     pub feed_forward: FeedForward<B>,
     /// The residual connection around the feed-forward network, with its norms.
     pub feed_forward_residual: AddNorm<B>,
+    /// adaLN-Zero's conditioning map, with `conditioning`.
+    pub ada_ln: Option<AdaLnZero<B>>,
 }
 
 impl<B: NormBackend> TransformerBlock<B> {
     /// Applies the layer.
     ///
+    /// In a ResiDual block this is the Post-LN stream alone; a stack carries the dual stream
+    /// through [`forward_dual`](Self::forward_dual).
+    ///
     /// # Shapes
     /// - input: `[batch, seq, d_model]`
     /// - output: `[batch, seq, d_model]`
     pub fn forward(&self, x: Tensor<B, 3>) -> Tensor<B, 3> {
-        if self.attention_residual.placement() == Placement::Parallel {
-            return self.parallel(x, |h| self.attention.forward(h));
-        }
+        self.apply(x, None, false).0
+    }
+
+    /// Applies the layer to both of ResiDual's streams (Xie et al. 2023): the Post-LN stream
+    /// `x` and the dual stream `dual`, to which each sublayer's branch term is added
+    /// unnormalized (see [`Placement::ResiDual`]). In any other placement `dual` comes back
+    /// unchanged.
+    ///
+    /// # Shapes
+    /// - input `x`, `dual`: `[batch, seq, d_model]`
+    /// - output: `([batch, seq, d_model], [batch, seq, d_model])`
+    pub fn forward_dual(
+        &self,
+        x: Tensor<B, 3>,
+        dual: Tensor<B, 3>,
+    ) -> (Tensor<B, 3>, Tensor<B, 3>) {
+        let (x, dual, _) = self.apply(x, Some(dual), false);
+        (x, dual.expect("the dual stream goes through"))
+    }
+
+    /// Applies the layer and also returns its largest attention logit (a detached `[1]`
+    /// tensor).
+    ///
+    /// # Shapes
+    /// - input: `[batch, seq, d_model]`
+    /// - output: `([batch, seq, d_model], [1])`
+    pub fn forward_with_max_logit(&self, x: Tensor<B, 3>) -> (Tensor<B, 3>, Tensor<B, 1>) {
+        let (x, _, max_logit) = self.apply(x, None, true);
+        (x, max_logit.expect("recorded"))
+    }
+
+    /// Applies an adaLN-Zero block to `x` under the conditioning `c` (see [`AdaLnZero`]):
+    /// `x ← x + α₁ ⊙ Attn(Norm(x) ⊙ (1 + γ₁) + β₁)`, then the same around the
+    /// feed-forward network.
+    ///
+    /// # Shapes
+    /// - input `x`: `[batch, seq, d_model]`; `c`: `[batch, d_cond]`
+    /// - output: `[batch, seq, d_model]`
+    ///
+    /// # Panics
+    /// If the block was built without `conditioning`.
+    pub fn forward_conditioned(&self, x: Tensor<B, 3>, c: Tensor<B, 2>) -> Tensor<B, 3> {
+        let ada_ln = self.ada_ln.as_ref().expect(
+            "TransformerBlock::forward_conditioned needs a block built with \
+             TransformerBlockConfig.conditioning",
+        );
+        let [attention, feed_forward] = ada_ln.forward(c);
         let x = self
             .attention_residual
-            .forward(x, |h| self.attention.forward(h));
+            .forward_modulated(x, &attention, |h| self.attention.forward(h));
         self.feed_forward_residual
-            .forward(x, |h| self.feed_forward.forward(h))
+            .forward_modulated(x, &feed_forward, |h| self.feed_forward.forward(h))
+    }
+
+    /// The layer on `x` and, for ResiDual, the dual stream; with the largest attention logit
+    /// when `record`.
+    ///
+    /// # Panics
+    /// If the block is conditioned (it runs through `forward_conditioned`).
+    pub(crate) fn apply(
+        &self,
+        x: Tensor<B, 3>,
+        dual: Option<Tensor<B, 3>>,
+        record: bool,
+    ) -> Stepped<B> {
+        assert!(
+            self.ada_ln.is_none(),
+            "an adaLN-Zero block (TransformerBlockConfig.conditioning) runs through \
+             TransformerBlock::forward_conditioned(x, c)"
+        );
+        let mut max_logit = None;
+        let attention = |h| {
+            if !record {
+                return self.attention.forward(h);
+            }
+            let (y, m) = self.attention.forward_with_max_logit(h);
+            max_logit = Some(m);
+            y
+        };
+        let feed_forward = |h| self.feed_forward.forward(h);
+        let (r1, r2) = (&self.attention_residual, &self.feed_forward_residual);
+        let (x, dual) = match (r1.placement(), dual) {
+            (Placement::Parallel, dual) => (self.parallel(x, attention), dual),
+            (_, Some(dual)) => {
+                let (x, dual) = r1.forward_dual(x, dual, attention);
+                let (x, dual) = r2.forward_dual(x, dual, feed_forward);
+                (x, Some(dual))
+            }
+            (_, None) => (r2.forward(r1.forward(x, attention), feed_forward), None),
+        };
+        (x, dual, max_logit)
     }
 
     /// The `Parallel` placement: `x + branch(attention(Norm(x))) + branch(FFN(Norm(x)))`,
@@ -181,28 +330,8 @@ impl<B: NormBackend> TransformerBlock<B> {
         let a = r1.branch(attention(h.clone()));
         x + a + r2.branch(self.feed_forward.forward(h))
     }
-
-    /// Applies the layer and also returns its largest attention logit (a detached `[1]`
-    /// tensor).
-    ///
-    /// # Shapes
-    /// - input: `[batch, seq, d_model]`
-    /// - output: `([batch, seq, d_model], [1])`
-    pub fn forward_with_max_logit(&self, x: Tensor<B, 3>) -> (Tensor<B, 3>, Tensor<B, 1>) {
-        let mut max_logit = None;
-        let attention = |h| {
-            let (y, m) = self.attention.forward_with_max_logit(h);
-            max_logit = Some(m);
-            y
-        };
-        if self.attention_residual.placement() == Placement::Parallel {
-            let x = self.parallel(x, attention);
-            return (x, max_logit.expect("attention ran"));
-        }
-        let x = self.attention_residual.forward(x, attention);
-        let x = self
-            .feed_forward_residual
-            .forward(x, |h| self.feed_forward.forward(h));
-        (x, max_logit.expect("attention ran"))
-    }
 }
+
+/// What [`TransformerBlock::apply`] returns: the residual stream, ResiDual's dual stream
+/// (when given one) and the largest attention logit (when recorded).
+pub(crate) type Stepped<B> = (Tensor<B, 3>, Option<Tensor<B, 3>>, Option<Tensor<B, 1>>);

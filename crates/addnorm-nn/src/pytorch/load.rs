@@ -167,7 +167,9 @@ fn split_in_projection<B: Backend>(
 
 impl<B: Backend> LoadPytorch for MultiHeadSelfAttention<B> {
     /// `nn.MultiheadAttention`'s packed `in_proj_weight` (rows W^Q, W^K, W^V) and
-    /// `out_proj`. QK-norm has no counterpart there and is refused.
+    /// `out_proj`; NormFormer's head scale under `head_scale` (`[heads]`; fairseq's `c_attn`
+    /// acts after W^O and is another function). QK-norm has no counterpart there and is
+    /// refused.
     fn load_pytorch(self, state: &StateDict, prefix: &str) -> Result<Self, PytorchLoadError> {
         if self.qk_norm.is_some() {
             return Err(PytorchLoadError::Unsupported(format!(
@@ -183,6 +185,11 @@ impl<B: Backend> LoadPytorch for MultiHeadSelfAttention<B> {
         attention.output = attention
             .output
             .load_pytorch(state, &format!("{prefix}out_proj."))?;
+        // NormFormer's per-head gains, `[heads]`, before W^O.
+        attention.head_scale = attention
+            .head_scale
+            .map(|gains| load_vector(gains, state, &format!("{prefix}head_scale")))
+            .transpose()?;
         Ok(attention)
     }
 }
@@ -197,15 +204,16 @@ fn load_residual<B: Backend>(
     let load = |norm: Option<Norm<B>>| norm.map(|n| n.load_pytorch(state, key)).transpose();
     let mut residual = residual;
     match residual.placement() {
-        Placement::Post => residual.sum_norm = load(residual.sum_norm)?,
+        Placement::Post | Placement::ResiDual => residual.sum_norm = load(residual.sum_norm)?,
         // Parallel: norm1 on the attention connection; the feed-forward one has no norm.
         Placement::Pre | Placement::Parallel => residual.input_norm = load(residual.input_norm)?,
         Placement::PostBranch => residual.output_norm = load(residual.output_norm)?,
         other => {
             return Err(PytorchLoadError::Unsupported(format!(
                 "{key}: nn.TransformerEncoderLayer's names hold Post-LN, Pre-LN (norm_first), \
-                 PostBranch (norm1, norm2 on the sublayers' outputs) or Parallel (norm1 for \
-                 both) norms; this block is {other}"
+                 PostBranch (norm1, norm2 on the sublayers' outputs), Parallel (norm1 for \
+                 both) or ResiDual (norm1, norm2 after the sums, as Post-LN) norms; this block \
+                 is {other}"
             )));
         }
     }
@@ -216,16 +224,35 @@ impl<B: Backend> LoadPytorch for TransformerBlock<B> {
     /// `nn.TransformerEncoderLayer`'s names; the block must be `Post` (`norm_first=False`),
     /// `Pre` (`norm_first=True`), `PostBranch` (the same modules with `norm1`, `norm2` on
     /// the attention's and the feed-forward network's outputs) or `Parallel` (`norm1` for both
-    /// sublayers, `norm2` unused); with LayerScale, its gains under timm's `ls1.gamma` and
-    /// `ls2.gamma`.
+    /// sublayers, `norm2` unused) or `ResiDual` (`norm1`, `norm2` as in Post); with
+    /// LayerScale, its gains under timm's `ls1.gamma` and `ls2.gamma`; with NormFormer's
+    /// norms, fairseq's names `attn_ln` (post-attention) and `ffn_layernorm` (FFN); with
+    /// adaLN-Zero, DiT's `adaLN_modulation.1` (its linear map).
     fn load_pytorch(self, state: &StateDict, prefix: &str) -> Result<Self, PytorchLoadError> {
         let mut block = self;
         let key = |name: &str| format!("{prefix}{name}.");
+        let load = |norm: Option<Norm<B>>, name: &str| {
+            norm.map(|n| n.load_pytorch(state, &key(name))).transpose()
+        };
+        if block.attention_residual.placement() == Placement::Pre {
+            // NormFormer's post-attention norm, on a Pre connection's output.
+            let residual = &mut block.attention_residual;
+            residual.output_norm = load(residual.output_norm.take(), "attn_ln")?;
+        }
+        block.feed_forward.hidden_norm =
+            load(block.feed_forward.hidden_norm.take(), "ffn_layernorm")?;
         block.attention_residual = load_residual(block.attention_residual, state, &key("norm1"))?;
         block.feed_forward_residual =
             load_residual(block.feed_forward_residual, state, &key("norm2"))?;
         block.attention = block.attention.load_pytorch(state, &key("self_attn"))?;
         block.feed_forward = load_feed_forward(block.feed_forward, state, prefix)?;
+        if let Some(mut ada_ln) = block.ada_ln.take() {
+            // DiT's name: adaLN_modulation = Sequential(SiLU, Linear).
+            ada_ln.modulation = ada_ln
+                .modulation
+                .load_pytorch(state, &key("adaLN_modulation.1"))?;
+            block.ada_ln = Some(ada_ln);
+        }
         // LayerScale's λ under timm's names, when the block has it.
         for (residual, name) in [
             (&mut block.attention_residual, "ls1.gamma"),

@@ -6,10 +6,11 @@
 //! Per head, for each query block (rows `i0..i1`, keys `0..n_k`):
 //!
 //! ```text
-//! P   = exp(scale·Q_b·Kᵀ − lse)       (0 where masked)
+//! S   = scale·Q_b·Kᵀ                  S ← c·tanh(S/c) with a soft cap c
+//! P   = exp(S − lse)                  (0 where masked)
 //! Δ_i = Σ_d O_id · dO_id              (= rowsum(P ∘ dP), the softmax's correction)
 //! dV += Pᵀ·dO_b
-//! dS  = P ∘ (dO_b·Vᵀ − Δ)
+//! dS  = P ∘ (dO_b·Vᵀ − Δ)             ∘ (1 − tanh²(S/c)) with the soft cap
 //! dQ_b = scale·dS·K                   dK += scale·dSᵀ·Q_b
 //! ```
 //!
@@ -45,17 +46,20 @@ struct Call<'a, E> {
     layout: HeadLayout,
     scale: E,
     causal: bool,
+    cap: Option<E>,
     saved: Saved<'a, E>,
     grad_output: &'a [E],
     /// dQ, dK, dV; zeroed on entry (dK and dV are accumulated).
     grads: [Shared<E>; 3],
 }
 
-/// The two scratch matrices of a task: `P` and `dP` (then `dS`), and `Δ`.
+/// The scratch of a task: `P` and `dP` (then `dS`), `Δ`, and with a soft cap the slope
+/// `1 − tanh²(S/c)` of each capped logit.
 struct Scratch<E> {
     p: Vec<E>,
     ds: Vec<E>,
     delta: Vec<E>,
+    slope: Vec<E>,
 }
 
 impl<E> Scratch<E> {
@@ -64,6 +68,7 @@ impl<E> Scratch<E> {
             p: Vec::new(),
             ds: Vec::new(),
             delta: Vec::new(),
+            slope: Vec::new(),
         }
     }
 }
@@ -107,6 +112,7 @@ pub fn backward<E: Gemm>(
         layout,
         scale: E::from_f64(spec.scale),
         causal: spec.causal,
+        cap: spec.softcap.map(E::from_f64),
         saved,
         grad_output,
         grads: [Shared::new(dq), Shared::new(dk), Shared::new(dv)],
@@ -184,6 +190,9 @@ impl<E: Gemm> Call<'_, E> {
         vectorized(
             #[inline(always)]
             || {
+                if let Some(c) = self.cap {
+                    cap_with_slope(&mut scratch.p, &mut scratch.slope, c);
+                }
                 probabilities(&mut scratch.p, keys, i0, lse, |i| {
                     layout.visible_keys(i, self.causal)
                 })
@@ -209,7 +218,14 @@ impl<E: Gemm> Call<'_, E> {
         }
         vectorized(
             #[inline(always)]
-            || score_gradients(&mut scratch.ds, &scratch.p, keys, &scratch.delta),
+            || {
+                score_gradients(&mut scratch.ds, &scratch.p, keys, &scratch.delta);
+                if self.cap.is_some() {
+                    for (ds, &slope) in scratch.ds.iter_mut().zip(&scratch.slope) {
+                        *ds = *ds * slope;
+                    }
+                }
+            },
         );
         unsafe {
             E::gemm(
@@ -229,6 +245,20 @@ impl<E: Gemm> Call<'_, E> {
                 dk.rows(head, dm),
             );
         }
+    }
+}
+
+/// Caps every logit of `scores` at `c` (`S ← c·tanh(S/c)`) and writes the cap's slope
+/// `1 − tanh²(S/c)` into `slope` (resized to `scores`).
+#[inline(always)]
+fn cap_with_slope<E: Gemm>(scores: &mut [E], slope: &mut Vec<E>, c: E) {
+    let inv = E::ONE / c;
+    slope.clear();
+    slope.resize(scores.len(), E::ZERO);
+    for (s, slope) in scores.iter_mut().zip(slope.iter_mut()) {
+        let t = (*s * inv).tanh();
+        *s = c * t;
+        *slope = E::ONE - t * t;
     }
 }
 

@@ -6,6 +6,7 @@
 //!
 //! ```text
 //! S = scale·Q_b·Kᵀ                    one GEMM, [rows, n_k]
+//! S ← c·tanh(S/c)                     with a soft cap c
 //! m_i = max_{j visible} S_ij          P_ij = exp(S_ij − m_i) (0 where masked)
 //! l_i = Σ_j P_ij    lse_i = m_i + log l_i    P ← P / l
 //! O_b = P·V                           one GEMM, into O's rows i0..i1, columns of head h
@@ -28,6 +29,7 @@ struct Call<'a, E> {
     layout: HeadLayout,
     scale: E,
     causal: bool,
+    cap: Option<E>,
     q: &'a [E],
     k: &'a [E],
     v: &'a [E],
@@ -59,6 +61,7 @@ pub fn forward<E: Gemm>(
         layout,
         scale: E::from_f64(spec.scale),
         causal: spec.causal,
+        cap: spec.softcap.map(E::from_f64),
         q,
         k,
         v,
@@ -112,7 +115,7 @@ impl<E: Gemm> Call<'_, E> {
         let max_logit = vectorized(
             #[inline(always)]
             || {
-                softmax_rows(scores, keys, i0, lse, |i| {
+                softmax_rows(scores, keys, i0, lse, self.cap, |i| {
                     layout.visible_keys(i, self.causal)
                 })
             },
@@ -134,19 +137,24 @@ impl<E: Gemm> Call<'_, E> {
 }
 
 /// Turns each row of logits `scores: [rows, keys]` (row `r` is query `i0 + r`) into
-/// probabilities over its `visible(i)` leading keys (the rest set to 0), writes the rows'
-/// log-sum-exp, and returns the largest logit.
+/// probabilities over its `visible(i)` leading keys (the rest set to 0), the logits first
+/// capped at `cap` when given, writes the rows' log-sum-exp, and returns the largest
+/// (capped) logit.
 #[inline(always)]
 fn softmax_rows<E: Gemm>(
     scores: &mut [E],
     keys: usize,
     i0: usize,
     lse: &mut [E],
+    cap: Option<E>,
     visible: impl Fn(usize) -> usize,
 ) -> E {
     let mut max_logit = E::from_f64(f64::NEG_INFINITY);
     for (r, (row, lse)) in scores.chunks_exact_mut(keys).zip(lse).enumerate() {
         let (seen, hidden) = row.split_at_mut(visible(i0 + r));
+        if let Some(c) = cap {
+            soft_cap(seen, c);
+        }
         let m = max_of(seen);
         for s in seen.iter_mut() {
             *s = (*s - m).exp();
@@ -161,4 +169,13 @@ fn softmax_rows<E: Gemm>(
         max_logit = larger(max_logit, m);
     }
     max_logit
+}
+
+/// `s ← c·tanh(s/c)` for every logit of `row`.
+#[inline(always)]
+fn soft_cap<E: Gemm>(row: &mut [E], c: E) {
+    let inv = E::ONE / c;
+    for s in row.iter_mut() {
+        *s = c * (*s * inv).tanh();
+    }
 }

@@ -25,14 +25,23 @@ fn reference(
     for b in 0..l.batch {
         for h in 0..l.heads {
             let mut p = vec![vec![0.0; t]; t];
+            // The soft cap's slope 1 − tanh²(S/c) at each logit (1 without a cap).
+            let mut slope = vec![vec![1.0; t]; t];
             for i in 0..t {
                 let n = l.visible_keys(i, spec.causal);
                 let s: Vec<f64> = (0..n)
                     .map(|j| {
-                        spec.scale
+                        let raw = spec.scale
                             * (0..dh)
                                 .map(|d| q[at(b, h, i, d)] * k[at(b, h, j, d)])
-                                .sum::<f64>()
+                                .sum::<f64>();
+                        match spec.softcap {
+                            Some(c) => {
+                                slope[i][j] = 1.0 - (raw / c).tanh().powi(2);
+                                c * (raw / c).tanh()
+                            }
+                            None => raw,
+                        }
                     })
                     .collect();
                 let m = s.iter().copied().fold(f64::NEG_INFINITY, f64::max);
@@ -56,7 +65,7 @@ fn reference(
                     .collect();
                 let delta: f64 = (0..t).map(|j| p[i][j] * dp[j]).sum();
                 for j in 0..t {
-                    let ds = p[i][j] * (dp[j] - delta) * spec.scale;
+                    let ds = p[i][j] * (dp[j] - delta) * slope[i][j] * spec.scale;
                     for d in 0..dh {
                         grads[0][at(b, h, i, d)] += ds * k[at(b, h, j, d)];
                         grads[1][at(b, h, j, d)] += ds * q[at(b, h, i, d)];
@@ -104,7 +113,7 @@ fn check<E: super::Gemm>(l: HeadLayout, spec: AttentionSpec, tolerance: f64) {
     let mut out_e = vec![E::ZERO; l.len()];
     let mut lse_e = vec![E::ZERO; l.batch * l.heads * l.seq];
     let max_e = forward(l, &spec, [&qe, &ke, &ve], &mut out_e, &mut lse_e);
-    let what = format!("{l:?} causal {}", spec.causal);
+    let what = format!("{l:?} causal {} cap {:?}", spec.causal, spec.softcap);
     assert_near(&format!("output {what}"), &back(&out_e), &out, tolerance);
     assert_near(
         &format!("lse {what}"),
@@ -167,6 +176,22 @@ fn kernels_match_the_reference_in_f32() {
         for causal in [true, false] {
             let mut spec = AttentionSpec::causal(l.heads, l.d_head).with_scale(0.8);
             spec.causal = causal;
+            check::<f32>(l, spec, 2e-5);
+        }
+    }
+}
+
+/// Gemma 2's soft cap `S ← c·tanh(S/c)` in both kernels, at a cap (1.5) the logits of these
+/// inputs reach, so that the tanh bends them and its slope scales the gradients.
+#[test]
+fn soft_capped_kernels_match_the_reference() {
+    for l in layouts() {
+        for causal in [true, false] {
+            let mut spec = AttentionSpec::causal(l.heads, l.d_head)
+                .with_scale(0.8)
+                .with_softcap(1.5);
+            spec.causal = causal;
+            check::<f64>(l, spec, 1e-12);
             check::<f32>(l, spec, 2e-5);
         }
     }

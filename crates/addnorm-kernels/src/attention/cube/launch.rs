@@ -29,8 +29,8 @@ const BLOCK: u32 = 64;
 
 /// The layout of `q`, `k`, `v` when the kernels take them: one float dtype the kernels
 /// read ([`supports`]), equal non-empty `[batch, T, d_model]` shapes, `d_model` a multiple
-/// of the heads, and `d_head ≤` [`MAX_D_HEAD`]. `None` sends the call to the composite
-/// path.
+/// of the heads, `d_head ≤` [`MAX_D_HEAD`], and no logit soft cap (the CubeCL kernels do
+/// not cap). `None` sends the call to the composite path.
 pub fn takes(shapes: [&Shape; 3], dtypes: [DType; 3], spec: &AttentionSpec) -> Option<HeadLayout> {
     let dims = shapes[0].as_slice();
     let &[batch, seq, d_model] = dims else {
@@ -38,7 +38,10 @@ pub fn takes(shapes: [&Shape; 3], dtypes: [DType; 3], spec: &AttentionSpec) -> O
     };
     let same =
         shapes.iter().all(|s| s.as_slice() == dims) && dtypes.iter().all(|&d| d == dtypes[0]);
-    let fits = spec.heads > 0 && d_model % spec.heads == 0 && d_model / spec.heads <= MAX_D_HEAD;
+    let fits = spec.heads > 0
+        && d_model % spec.heads == 0
+        && d_model / spec.heads <= MAX_D_HEAD
+        && spec.softcap.is_none();
     (same && fits && supports(dtypes[0]) && batch * seq * d_model > 0)
         .then(|| spec.layout([batch, seq, d_model]))
 }
