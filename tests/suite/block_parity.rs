@@ -8,8 +8,8 @@
 use std::collections::HashMap;
 
 use addnorm::nn::{
-    Activation, Affine, LayerNormConfig, Norm, NormConfig, Placement, TransformerBlock,
-    TransformerBlockConfig,
+    Activation, Affine, LayerNormConfig, Norm, NormConfig, Placement, QkNormScope, RmsNormConfig,
+    TransformerBlock, TransformerBlockConfig,
 };
 use burn::module::Param;
 use burn::nn::Linear;
@@ -101,7 +101,7 @@ fn config(case: &Case) -> TransformerBlockConfig {
     };
     let recipe = case.placement.as_deref();
     let placement = match (recipe, case.norm_first) {
-        (Some("post_branch"), _) => Placement::PostBranch,
+        (Some("post_branch" | "olmo2"), _) => Placement::PostBranch,
         (Some("parallel"), _) => Placement::Parallel,
         (Some("resi_dual"), _) => Placement::ResiDual,
         (_, true) => Placement::Pre,
@@ -115,6 +115,11 @@ fn config(case: &Case) -> TransformerBlockConfig {
         .with_attention_logit_softcap(case.softcap);
     match recipe {
         Some("normformer") => config.normformer(),
+        // OLMo 2: separate RMSNorm QK-norms over the full width (ε = 1e-6).
+        Some("olmo2") => config
+            .with_qk_norm(Some(RmsNormConfig::new(vec![d]).into()))
+            .with_separate_qk_norms(true)
+            .with_qk_norm_scope(QkNormScope::FullWidth),
         // DiT: norms without affine parameters, ε = 1e-6.
         Some("ada_ln_zero") => config.with_conditioning(Some(case.d_cond)).with_norm(
             LayerNormConfig::new(vec![d])
@@ -209,6 +214,18 @@ fn load<B: addnorm::NormBackend>(case: &Case, device: &B::Device) -> Transformer
     let w = |k: &str| &case.weights[k][..];
     match case.placement.as_deref() {
         Some("normformer") => load_normformer(&mut block, case, device),
+        Some("olmo2") => {
+            let attention = &mut block.attention;
+            for (norm, key) in [
+                (&mut attention.qk_norm, "self_attn.q_norm.weight"),
+                (&mut attention.key_norm, "self_attn.k_norm.weight"),
+            ] {
+                let Some(Norm::Rms(rms)) = norm else {
+                    panic!("OLMo 2's QK-norm is an RMSNorm")
+                };
+                rms.gamma = Some(Param::from_tensor(tensor(w(key), [d], device)));
+            }
+        }
         Some("pre_layer_scale") => {
             for (residual, key) in [
                 (&mut block.attention_residual, "ls1.gamma"),
@@ -267,7 +284,13 @@ fn parameter_grad<B: addnorm::NormAutodiffBackend>(
             _ => values(linear.bias.as_ref().unwrap().val().grad(grads).unwrap()),
         };
     }
+    let rms_gain = |norm: &Option<Norm<B>>| match norm {
+        Some(Norm::Rms(rms)) => rms.gamma.clone().unwrap(),
+        _ => panic!("{name}: expected an RMSNorm"),
+    };
     let param = match name {
+        "self_attn.q_norm.weight" => rms_gain(&block.attention.qk_norm),
+        "self_attn.k_norm.weight" => rms_gain(&block.attention.key_norm),
         "self_attn.head_scale" => block.attention.head_scale.clone().unwrap(),
         "attn_ln.weight" => norm(&block.attention_residual.output_norm).gamma.unwrap(),
         "attn_ln.bias" => norm(&block.attention_residual.output_norm).beta.unwrap(),
@@ -283,13 +306,13 @@ on_every_backend! {
     /// encoder layer's modules with its norms on the sublayers' outputs), a Pre-LN layer
     /// with CaiT's LayerScale, GPT-J / PaLM's parallel block, a NormFormer layer, a Pre-LN
     /// layer with Gemma 2's attention-logit soft cap (fused on the CPU, composite on CubeCL),
-    /// a ResiDual layer (both streams) and DiT's adaLN-Zero block (with the conditioning's
-    /// gradient): outputs, input gradients and the recipes' own parameter gradients within
+    /// a ResiDual layer (both streams), DiT's adaLN-Zero block (with the conditioning's
+    /// gradient) and OLMo 2's order with its full-width QK-norm: outputs, input gradients and the recipes' own parameter gradients within
     /// 1e-4 of their scale.
     fn post_and_pre_blocks_match_torch_encoder_layer<B>(device) {
         let fixtures: Fixtures =
             serde_json::from_str(include_str!("../fixtures/blocks.json")).unwrap();
-        assert_eq!(fixtures.cases.len(), 9);
+        assert_eq!(fixtures.cases.len(), 10);
         for case in &fixtures.cases {
             let block = load::<B>(case, device);
             let x = tensor::<B, 3>(&case.x, case.shape, device).require_grad();

@@ -4,7 +4,8 @@
 //! the errors their configurations raise.
 
 use addnorm::nn::{
-    Affine, LayerNormConfig, Norm, Placement, TransformerBlockConfig, TransformerStackConfig,
+    Affine, LayerNormConfig, Norm, Placement, QkNormScope, RmsNormConfig, TransformerBlockConfig,
+    TransformerStackConfig,
 };
 use burn::module::Param;
 use burn::tensor::{Distribution, Int, Tensor};
@@ -96,6 +97,35 @@ on_every_backend! {
         block.attention.head_scale = Some(Param::from_tensor(Tensor::from_floats([2.0, 1.0], device)));
         let after = values(block.forward(x));
         assert!(before.iter().zip(&after).any(|(a, b)| (a - b).abs() > 1e-4), "a head gain does nothing");
+    }
+
+    /// OLMo 2's QK-norm over the full width: its gains have `d_model` entries, and it sees
+    /// the heads together: scaling head 0's columns of W^Q by 3 leaves a per-head QK-norm's
+    /// output unchanged (each head is normalized alone) but changes the full-width one's.
+    fn full_width_qk_norm_normalizes_the_whole_projection<B>(device) {
+        for scope in [QkNormScope::PerHead, QkNormScope::FullWidth] {
+            let mut block = TransformerBlockConfig::new(D, HEADS, 16)
+                .with_qk_norm(Some(RmsNormConfig::new(vec![D]).into()))
+                .with_qk_norm_scope(scope)
+                .init::<B>(device);
+            let Some(Norm::Rms(rms)) = &block.attention.qk_norm else {
+                panic!("an RMSNorm QK-norm");
+            };
+            let width = if scope == QkNormScope::FullWidth { D } else { D / HEADS };
+            assert_eq!(rms.gamma.as_ref().unwrap().dims(), [width]);
+            let x = normal::<B, 3>([2, SEQ, D], device);
+            let before = values(block.forward(x.clone()));
+            let head_0: Vec<f32> = (0..D).map(|c| if c < D / HEADS { 3.0 } else { 1.0 }).collect();
+            let scale = Tensor::<B, 1>::from_floats(head_0.as_slice(), device).unsqueeze::<2>();
+            let query = &mut block.attention.query;
+            query.weight = Param::from_tensor((query.weight.val() * scale).detach());
+            let after = values(block.forward(x));
+            let moved = before.iter().zip(&after).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
+            match scope {
+                QkNormScope::PerHead => assert!(moved < 1e-4, "per head: moved by {moved}"),
+                _ => assert!(moved > 1e-3, "full width: moved by only {moved}"),
+            }
+        }
     }
 
     /// Gemma 2's soft caps: the attention's largest logit stays within its cap, and the

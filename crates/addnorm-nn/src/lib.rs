@@ -47,8 +47,9 @@ pub mod pytorch;
 pub use addnorm_kernels::{Centering, EpsilonPlacement, NormBackend, RowNormSpec, Variance};
 pub use block::{
     Activation, AdaLnZero, AdaLnZeroConfig, AddNorm, FeedForward, FeedForwardConfig, Modulation,
-    MultiHeadSelfAttention, MultiHeadSelfAttentionConfig, Placement, StackStats, TransformerBlock,
-    TransformerBlockConfig, TransformerStack, TransformerStackConfig, xavier_normal,
+    MultiHeadSelfAttention, MultiHeadSelfAttentionConfig, Placement, QkNormScope, StackStats,
+    TransformerBlock, TransformerBlockConfig, TransformerStack, TransformerStackConfig,
+    xavier_normal,
 };
 pub use norm::{
     Affine, DynamicTanh, DynamicTanhConfig, GroupNorm, GroupNormConfig, Identity, InstanceNorm,

@@ -5,6 +5,7 @@
 //! Q = x·W^Q + b^Q,  K = x·W^K + b^K,  V = x·W^V + b^V     split into h heads of d_head
 //! Q, K ← Norm(Q), Norm(K)                                  per head, with QK-norm
 //! Q, K ← Norm_Q(Q), Norm_K(K)                              the same, separate_qk_norms
+//! Q, K ← Norm(Q), Norm(K)        over all d_model, before the split: QkNormScope::FullWidth
 //! S = Q·Kᵀ / √d_head        (future positions set to −∞ when causal)
 //! S ← c·tanh(S/c)           with a logit soft cap c (Gemma 2), before the mask
 //! A_h = softmax(S_h)·V_h    per head h
@@ -37,12 +38,13 @@
 use burn::config::Config;
 use burn::module::{Initializer, Module, Param};
 use burn::nn::{Dropout, DropoutConfig, Linear};
-use burn::tensor::{Shape, Tensor, TensorPrimitive, ops::FloatTensor};
+use burn::tensor::Tensor;
 
 use addnorm_kernels::NormBackend;
 use addnorm_kernels::attention::{AttentionSpec, attention, attention_with_max_logit, composite};
 
 use super::linear::{self, projection, xavier_normal, zero_weight};
+use super::qk_norm::{QkNormScope, normalize};
 use crate::norm::{Norm, NormConfig};
 
 /// Configuration of a [`MultiHeadSelfAttention`].
@@ -66,6 +68,10 @@ pub struct MultiHeadSelfAttentionConfig {
     /// 2023's QK-layernorm does; otherwise one norm serves both. Default: false
     #[config(default = false)]
     pub separate_qk_norms: bool,
+    /// Where the QK-norm normalizes: each head's features, or the whole projection's (OLMo
+    /// 2). Default: `QkNormScope::PerHead`
+    #[config(default = "QkNormScope::PerHead")]
+    pub qk_norm_scope: QkNormScope,
     /// Start W^Q and W^K at zero (Xiong et al.'s setting). Default: false
     #[config(default = false)]
     pub zero_init_query_key: bool,
@@ -101,7 +107,7 @@ impl MultiHeadSelfAttentionConfig {
                 "MultiHeadSelfAttentionConfig.logit_softcap must be positive and finite, got {cap}"
             );
         }
-        let d_head = self.d_model / self.n_heads;
+        let qk_width = self.qk_norm_scope.width(self.d_model, self.n_heads);
         let p = |device| projection(self.d_model, self.d_model, &self.initializer, device);
         let (mut query, mut key) = (p(device), p(device));
         if self.zero_init_query_key {
@@ -116,12 +122,12 @@ impl MultiHeadSelfAttentionConfig {
             qk_norm: self
                 .qk_norm
                 .as_ref()
-                .map(|n| n.with_d_model(d_head).init(device)),
+                .map(|n| n.with_d_model(qk_width).init(device)),
             key_norm: self
                 .qk_norm
                 .as_ref()
                 .filter(|_| self.separate_qk_norms)
-                .map(|n| n.with_d_model(d_head).init(device)),
+                .map(|n| n.with_d_model(qk_width).init(device)),
             head_scale: self
                 .head_scale
                 .then(|| Initializer::Ones.init([self.n_heads], device)),
@@ -129,6 +135,7 @@ impl MultiHeadSelfAttentionConfig {
             n_heads: self.n_heads,
             causal: self.causal,
             logit_softcap: self.logit_softcap,
+            qk_norm_scope: self.qk_norm_scope,
         }
     }
 }
@@ -144,7 +151,8 @@ pub struct MultiHeadSelfAttention<B: burn::tensor::backend::Backend> {
     pub value: Linear<B>,
     /// W^O, `[d_model, d_model]`.
     pub output: Linear<B>,
-    /// The QK-norm over `d_head`, if any (the queries' only, when `key_norm` is set).
+    /// The QK-norm over `d_head` (or `d_model` at `QkNormScope::FullWidth`), if any (the
+    /// queries' only, when `key_norm` is set).
     pub qk_norm: Option<Norm<B>>,
     /// The keys' own QK-norm, with `separate_qk_norms`.
     pub key_norm: Option<Norm<B>>,
@@ -157,6 +165,8 @@ pub struct MultiHeadSelfAttention<B: burn::tensor::backend::Backend> {
     causal: bool,
     #[module(skip)]
     logit_softcap: Option<f64>,
+    #[module(skip)]
+    qk_norm_scope: QkNormScope,
 }
 
 impl<B: NormBackend> MultiHeadSelfAttention<B> {
@@ -193,8 +203,9 @@ impl<B: NormBackend> MultiHeadSelfAttention<B> {
         );
         let v = linear::forward(&self.value, x);
         if let Some(norm) = &self.qk_norm {
-            q = per_head(norm, q, self.n_heads);
-            k = per_head(self.key_norm.as_ref().unwrap_or(norm), k, self.n_heads);
+            let (heads, scope) = (self.n_heads, self.qk_norm_scope);
+            q = normalize(norm, q, heads, scope);
+            k = normalize(self.key_norm.as_ref().unwrap_or(norm), k, heads, scope);
         }
         let (context, max_logit) = if self.dropout.prob > 0.0 {
             // The fused kernels have no dropout on the probabilities.
@@ -223,20 +234,4 @@ fn per_column<B: burn::tensor::backend::Backend>(
         .reshape([heads, 1])
         .expand([heads, d_head])
         .reshape([heads * d_head])
-}
-
-/// Applies `norm` (fitted to `d_head`) to each head of `x: [batch, T, d_model]`, in place:
-/// the `[batch, T, heads, d_head]` view is a reshape, which `NormBackend::reshape_rows`
-/// does without a copy.
-fn per_head<B: NormBackend>(norm: &Norm<B>, x: Tensor<B, 3>, heads: usize) -> Tensor<B, 3> {
-    let [batch, seq, d_model] = x.dims();
-    let reshape = |x: FloatTensor<B>, shape: [usize; 4]| B::reshape_rows(x, Shape::new(shape));
-    let split = reshape(
-        x.into_primitive().tensor(),
-        [batch, seq, heads, d_model / heads],
-    );
-    let split = Tensor::<B, 4>::from_primitive(TensorPrimitive::Float(split));
-    let normalized = norm.forward(split).into_primitive().tensor();
-    let merged = B::reshape_rows(normalized, Shape::new([batch, seq, d_model]));
-    Tensor::from_primitive(TensorPrimitive::Float(merged))
 }

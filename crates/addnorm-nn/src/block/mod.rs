@@ -12,6 +12,7 @@ pub mod attention;
 pub mod feed_forward;
 mod linear;
 pub mod placement;
+pub mod qk_norm;
 pub mod stack;
 pub mod transformer_block;
 
@@ -21,6 +22,7 @@ pub use attention::{MultiHeadSelfAttention, MultiHeadSelfAttentionConfig};
 pub use feed_forward::{Activation, FeedForward, FeedForwardConfig};
 pub use linear::xavier_normal;
 pub use placement::Placement;
+pub use qk_norm::QkNormScope;
 pub use stack::{StackStats, TransformerStack, TransformerStackConfig};
 pub use transformer_block::{TransformerBlock, TransformerBlockConfig};
 

@@ -38,6 +38,7 @@ use addnorm_kernels::NormBackend;
 use super::feed_forward::Activation;
 use super::linear::{self, projection};
 use super::placement::Placement;
+use super::qk_norm::QkNormScope;
 use super::transformer_block::{TransformerBlock, TransformerBlockConfig};
 use crate::norm::{Norm, NormConfig};
 
@@ -95,6 +96,7 @@ block_setters! {
     with_activation => activation: Activation,
     with_qk_norm => qk_norm: Option<NormConfig>,
     with_separate_qk_norms => separate_qk_norms: bool,
+    with_qk_norm_scope => qk_norm_scope: QkNormScope,
     with_zero_init_query_key => zero_init_query_key: bool,
     with_initializer => initializer: Initializer,
     with_layer_scale => layer_scale: Option<f64>,

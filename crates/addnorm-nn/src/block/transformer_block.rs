@@ -33,6 +33,7 @@ use super::attention::{MultiHeadSelfAttention, MultiHeadSelfAttentionConfig};
 use super::feed_forward::{Activation, FeedForward, FeedForwardConfig};
 use super::linear::xavier_normal;
 use super::placement::Placement;
+use super::qk_norm::QkNormScope;
 use crate::norm::NormConfig;
 
 /// Configuration of a [`TransformerBlock`].
@@ -71,6 +72,10 @@ pub struct TransformerBlockConfig {
     /// Separate query and key QK-norms (Wortsman et al. 2023's QK-layernorm). Default: false
     #[config(default = false)]
     pub separate_qk_norms: bool,
+    /// Where the QK-norm normalizes: each head's `d_head` features, or all `d_model` before
+    /// the heads split (OLMo 2). Default: `QkNormScope::PerHead`
+    #[config(default = "QkNormScope::PerHead")]
+    pub qk_norm_scope: QkNormScope,
     /// Start W^Q and W^K at zero. Default: false
     #[config(default = false)]
     pub zero_init_query_key: bool,
@@ -148,6 +153,7 @@ impl TransformerBlockConfig {
             .with_dropout(self.dropout)
             .with_qk_norm(self.qk_norm.clone())
             .with_separate_qk_norms(self.separate_qk_norms)
+            .with_qk_norm_scope(self.qk_norm_scope)
             .with_zero_init_query_key(self.zero_init_query_key)
             .with_initializer(self.initializer.clone())
             .with_head_scale(self.head_scale)
