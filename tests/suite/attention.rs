@@ -183,7 +183,7 @@ on_every_backend! {
     /// The backend's path (fused where it has a kernel) against the composite path under
     /// `ForceComposite`: output, gradients and max logit, across the query block (64
     /// rows), every head width, causal and not, with and without Gemma 2's logit soft cap
-    /// (fused on the CPU; on CubeCL both sides are composite), whose max logit stays under
+    /// (fused on the CPU and on CubeCL), whose max logit stays under
     /// the cap.
     fn fused_matches_composite<B>(device) {
         for (i, (shape, heads)) in [([2, 17, 32], 2), ([1, 70, 64], 8), ([2, 65, 128], 2), ([3, 5, 12], 3)]
@@ -193,7 +193,15 @@ on_every_backend! {
             for (causal, cap) in [(true, None), (false, None), (true, Some(1.0)), (false, Some(1.0))] {
                 let mut inputs = Inputs::random(shape, heads, causal, i);
                 inputs.spec.softcap = cap;
+                let before = fused_calls();
                 let fused = pass::<B>(&inputs, device);
+                let after = fused_calls();
+                assert_eq!(
+                    (after.forward - before.forward, after.backward - before.backward),
+                    (1, 1),
+                    "{}: the fused path ran",
+                    inputs.describe()
+                );
                 if let Some(cap) = cap {
                     assert!(fused.max_logit < cap, "{}: capped max logit {}", inputs.describe(), fused.max_logit);
                 }

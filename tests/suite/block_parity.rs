@@ -305,7 +305,7 @@ on_every_backend! {
     /// Post-LN (ReLU) and Pre-LN (GELU) layers, the OLMo 2 post-branch placement (GELU, the
     /// encoder layer's modules with its norms on the sublayers' outputs), a Pre-LN layer
     /// with CaiT's LayerScale, GPT-J / PaLM's parallel block, a NormFormer layer, a Pre-LN
-    /// layer with Gemma 2's attention-logit soft cap (fused on the CPU, composite on CubeCL),
+    /// layer with Gemma 2's attention-logit soft cap (fused on the CPU and on CubeCL),
     /// a ResiDual layer (both streams), DiT's adaLN-Zero block (with the conditioning's
     /// gradient) and OLMo 2's order with its full-width QK-norm: outputs, input gradients and the recipes' own parameter gradients within
     /// 1e-4 of their scale.

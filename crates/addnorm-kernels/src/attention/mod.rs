@@ -60,7 +60,7 @@
 //! # Fallbacks
 //! The composite path runs whenever the fused one does not apply: backends without a
 //! fused kernel, dtypes the kernels do not take (f64 on CubeCL; f16 on the CPU),
-//! heads wider than 256 features or a logit soft cap on CubeCL, an empty tensor, a
+//! heads wider than 256 features on CubeCL, an empty tensor, a
 //! [`ForceComposite`](crate::composite::ForceComposite) guard, or attention dropout
 //! (which only [`composite::attention_with_weights`] supports). Shapes that are wrong on
 //! either path (unequal q/k/v, `d_model` not a multiple of the heads) panic in

@@ -16,8 +16,8 @@
 //! The head scale follows NormFormer's formula (Shleifer et al. 2021, §2,
 //! `HeadScaleMHA = Concat(γ₁h₁, …, γₙhₙ)·W^O`), before W^O. (fairseq's `c_attn` scales the
 //! output of W^O in `d_head`-wide slices instead, which is another function; its checkpoints'
-//! `c_attn` is not read into this one.) The soft cap runs inside the fused CPU kernels; on
-//! CubeCL it takes the composite path.
+//! `c_attn` is not read into this one.) The soft cap runs inside the fused kernels, CPU and
+//! CubeCL.
 //!
 //! With W^Q = W^K = 0 every score is 0 and attention averages the (visible) values: the
 //! setting of Xiong et al.'s (2020) gradient analysis.

@@ -14,6 +14,9 @@
 //! keys:       dv_j = Σ_i p_ij·do_i                dk_j = scale·Σ_i ds_ij·q_i
 //! ```
 //!
+//! With a soft cap c (`capped`), every `s_ij` above is `c·tanh(s_ij/c)` and every `ds_ij`
+//! is multiplied by the cap's slope `1 − tanh²(s_ij/c)` (see [`soft_cap`](fn@soft_cap)).
+//!
 //! Arithmetic is in f32 whatever the storage type `F`; `lse`, `Δ` are f32.
 //!
 //! # Work division
@@ -116,6 +119,20 @@ fn store<F: Float>(
     }
 }
 
+/// A logit through the soft cap `c·tanh(s/c)`, with the cap's slope `1 − tanh²(s/c)`;
+/// `(s, 1)` unchanged when not `capped`.
+#[cube]
+fn soft_cap(raw: f32, cap: f32, #[comptime] capped: bool) -> (f32, f32) {
+    let mut s = raw;
+    let mut slope = 1.0f32;
+    if capped {
+        let t = f32::tanh(raw / cap);
+        s = cap * t;
+        slope = 1.0 - t * t;
+    }
+    (s, slope)
+}
+
 /// The unit's `(b, h, i)` from its row number `(b·heads + h)·T + i`.
 #[cube]
 fn row_position(row: usize, heads: usize, seq: usize) -> (usize, usize, usize) {
@@ -137,8 +154,10 @@ pub fn attention_forward_kernel<F: Float>(
     row_max: &mut Tensor<F>,
     heads: u32,
     scale: f32,
+    cap: f32,
     #[comptime] d_head: usize,
     #[comptime] causal: bool,
+    #[comptime] capped: bool,
     #[define(F)] _dtype: StorageType,
 ) {
     let row = ABSOLUTE_POS;
@@ -151,13 +170,21 @@ pub fn attention_forward_kernel<F: Float>(
     let query = load::<F>(q, head_row::<F>(q, b, i, column), scale, d_head);
 
     // Key 0 is visible to every query: it seeds the running max, sum and output.
-    let mut m = dot::<F>(&query, k, head_row::<F>(k, b, 0, column), d_head);
+    let (mut m, _) = soft_cap(
+        dot::<F>(&query, k, head_row::<F>(k, b, 0, column), d_head),
+        cap,
+        capped,
+    );
     let mut l = 1.0f32;
     let mut acc = load::<F>(v, head_row::<F>(v, b, 0, column), 1.0, d_head);
     let visible = if causal { i + 1 } else { seq };
     let mut j = 1usize;
     while j < visible {
-        let s = dot::<F>(&query, k, head_row::<F>(k, b, j, column), d_head);
+        let (s, _) = soft_cap(
+            dot::<F>(&query, k, head_row::<F>(k, b, j, column), d_head),
+            cap,
+            capped,
+        );
         let m_new = f32::max(m, s);
         let keep = f32::exp(m - m_new);
         let p = f32::exp(s - m_new);
@@ -192,8 +219,10 @@ pub fn attention_backward_query_kernel<F: Float>(
     delta: &mut Tensor<f32>,
     heads: u32,
     scale: f32,
+    cap: f32,
     #[comptime] d_head: usize,
     #[comptime] causal: bool,
+    #[comptime] capped: bool,
     #[define(F)] _dtype: StorageType,
 ) {
     let row = ABSOLUTE_POS;
@@ -222,9 +251,10 @@ pub fn attention_backward_query_kernel<F: Float>(
     let mut j = 0usize;
     while j < visible {
         let key = head_row::<F>(k, b, j, column);
-        let p = f32::exp(dot::<F>(&query, k, key, d_head) - lse_i);
+        let (s, slope) = soft_cap(dot::<F>(&query, k, key, d_head), cap, capped);
+        let p = f32::exp(s - lse_i);
         let dp = dot::<F>(&dout, v, head_row::<F>(v, b, j, column), d_head);
-        scale_add::<F>(&mut acc, 1.0, p * (dp - d_i), k, key, d_head);
+        scale_add::<F>(&mut acc, 1.0, p * (dp - d_i) * slope, k, key, d_head);
         j += 1;
     }
     store::<F>(dq, head_row::<F>(dq, b, i, column), &acc, scale, d_head);
@@ -246,8 +276,10 @@ pub fn attention_backward_key_kernel<F: Float>(
     dv: &mut Tensor<F>,
     heads: u32,
     scale: f32,
+    cap: f32,
     #[comptime] d_head: usize,
     #[comptime] causal: bool,
+    #[comptime] capped: bool,
     #[define(F)] _dtype: StorageType,
 ) {
     let row = ABSOLUTE_POS;
@@ -275,13 +307,14 @@ pub fn attention_backward_key_kernel<F: Float>(
     while i < seq {
         let query = head_row::<F>(q, b, i, column);
         let dout = head_row::<F>(grad_output, b, i, column);
-        let p = f32::exp(dot::<F>(&key, q, query, d_head) - lse[head_start + i]);
+        let (s, slope) = soft_cap(dot::<F>(&key, q, query, d_head), cap, capped);
+        let p = f32::exp(s - lse[head_start + i]);
         scale_add::<F>(&mut acc_v, 1.0, p, grad_output, dout, d_head);
         let dp = dot::<F>(&value, grad_output, dout, d_head);
         scale_add::<F>(
             &mut acc_k,
             1.0,
-            p * (dp - delta[head_start + i]),
+            p * (dp - delta[head_start + i]) * slope,
             q,
             query,
             d_head,

@@ -29,8 +29,8 @@ const BLOCK: u32 = 64;
 
 /// The layout of `q`, `k`, `v` when the kernels take them: one float dtype the kernels
 /// read ([`supports`]), equal non-empty `[batch, T, d_model]` shapes, `d_model` a multiple
-/// of the heads, `d_head ≤` [`MAX_D_HEAD`], and no logit soft cap (the CubeCL kernels do
-/// not cap). `None` sends the call to the composite path.
+/// of the heads, and `d_head ≤` [`MAX_D_HEAD`]. `None` sends the call to the composite
+/// path.
 pub fn takes(shapes: [&Shape; 3], dtypes: [DType; 3], spec: &AttentionSpec) -> Option<HeadLayout> {
     let dims = shapes[0].as_slice();
     let &[batch, seq, d_model] = dims else {
@@ -38,10 +38,7 @@ pub fn takes(shapes: [&Shape; 3], dtypes: [DType; 3], spec: &AttentionSpec) -> O
     };
     let same =
         shapes.iter().all(|s| s.as_slice() == dims) && dtypes.iter().all(|&d| d == dtypes[0]);
-    let fits = spec.heads > 0
-        && d_model % spec.heads == 0
-        && d_model / spec.heads <= MAX_D_HEAD
-        && spec.softcap.is_none();
+    let fits = spec.heads > 0 && d_model % spec.heads == 0 && d_model / spec.heads <= MAX_D_HEAD;
     (same && fits && supports(dtypes[0]) && batch * seq * d_model > 0)
         .then(|| spec.layout([batch, seq, d_model]))
 }
@@ -94,8 +91,10 @@ pub fn forward_rows<R: CubeRuntime>(
         row_max.clone().into_tensor_arg(),
         layout.heads as u32,
         spec.scale as f32,
+        spec.softcap.unwrap_or(1.0) as f32,
         layout.d_head,
         spec.causal,
+        spec.softcap.is_some(),
         q.dtype.into(),
     );
     Some((output, lse, row_max))
@@ -168,8 +167,10 @@ pub fn backward<R: CubeRuntime>(
         arg(&delta),
         layout.heads as u32,
         spec.scale as f32,
+        spec.softcap.unwrap_or(1.0) as f32,
         layout.d_head,
         spec.causal,
+        spec.softcap.is_some(),
         q.dtype.into(),
     );
     kernels::attention_backward_key_kernel::launch::<R>(
@@ -186,8 +187,10 @@ pub fn backward<R: CubeRuntime>(
         arg(&dv),
         layout.heads as u32,
         spec.scale as f32,
+        spec.softcap.unwrap_or(1.0) as f32,
         layout.d_head,
         spec.causal,
+        spec.softcap.is_some(),
         q.dtype.into(),
     );
     [dq, dk, dv]
