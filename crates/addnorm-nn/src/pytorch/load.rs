@@ -64,35 +64,25 @@ fn load_affine<B: Backend>(
     Ok((gamma, beta))
 }
 
-impl<B: Backend> LoadPytorch for LayerNorm<B> {
-    fn load_pytorch(mut self, state: &StateDict, prefix: &str) -> Result<Self, PytorchLoadError> {
-        (self.gamma, self.beta) = load_affine((self.gamma, self.beta), state, prefix)?;
-        Ok(self)
-    }
+/// `LoadPytorch` for norms whose parameters are γ and β alone: PyTorch's `weight` and
+/// `bias` (`nn.LayerNorm`, `nn.RMSNorm`, `nn.GroupNorm`, `nn.InstanceNorm*d(affine=True)`;
+/// Gemma's unit-offset γ is stored as `weight` too).
+macro_rules! load_gamma_beta {
+    ($($norm:ident),*) => {$(
+        impl<B: Backend> LoadPytorch for $norm<B> {
+            fn load_pytorch(
+                mut self,
+                state: &StateDict,
+                prefix: &str,
+            ) -> Result<Self, PytorchLoadError> {
+                (self.gamma, self.beta) = load_affine((self.gamma, self.beta), state, prefix)?;
+                Ok(self)
+            }
+        }
+    )*};
 }
 
-impl<B: Backend> LoadPytorch for RmsNorm<B> {
-    fn load_pytorch(mut self, state: &StateDict, prefix: &str) -> Result<Self, PytorchLoadError> {
-        (self.gamma, self.beta) = load_affine((self.gamma, self.beta), state, prefix)?;
-        Ok(self)
-    }
-}
-
-impl<B: Backend> LoadPytorch for GroupNorm<B> {
-    /// `nn.GroupNorm`'s `weight` and `bias`, `[C]`.
-    fn load_pytorch(mut self, state: &StateDict, prefix: &str) -> Result<Self, PytorchLoadError> {
-        (self.gamma, self.beta) = load_affine((self.gamma, self.beta), state, prefix)?;
-        Ok(self)
-    }
-}
-
-impl<B: Backend> LoadPytorch for InstanceNorm<B> {
-    /// `nn.InstanceNorm*d(affine=True)`'s `weight` and `bias`, `[C]`.
-    fn load_pytorch(mut self, state: &StateDict, prefix: &str) -> Result<Self, PytorchLoadError> {
-        (self.gamma, self.beta) = load_affine((self.gamma, self.beta), state, prefix)?;
-        Ok(self)
-    }
-}
+load_gamma_beta!(LayerNorm, RmsNorm, GroupNorm, InstanceNorm);
 
 impl<B: Backend> LoadPytorch for DynamicTanh<B> {
     fn load_pytorch(mut self, state: &StateDict, prefix: &str) -> Result<Self, PytorchLoadError> {
