@@ -1,7 +1,9 @@
 //! [`AddNorm`]: one residual connection around one sublayer, with its norms placed as the
 //! [`Placement`] says. This is the "Add & Norm" of the Transformer, generalized; see
-//! [`Placement`] for the formulas, which [`AddNorm::forward`] follows line by line. (What is
-//! added to the residual passes through dropout first.)
+//! [`Placement`] for the formulas. [`AddNorm::forward`] computes one branch term,
+//! `out(F(in(x)))` with each norm where the connection has one, and joins it to the residual
+//! as the placement's formula says. (What is added to the residual passes through dropout
+//! first.)
 //!
 //! With LayerScale (Touvron et al. 2021, CaiT §2.2) the branch term of each formula, what
 //! the placement adds to the residual (`F(·)`, or `Norm(F(·))` for Peri and PostBranch), is
@@ -11,7 +13,8 @@
 //!
 //! NormFormer's post-attention norm (Shleifer et al. 2021) is an output norm on a Pre
 //! connection ([`AddNorm::with_output_norm`]). ResiDual (Xie et al. 2023) carries a second
-//! stream through [`AddNorm::forward_dual`].
+//! stream through [`AddNorm::forward_dual`]. adaLN-Zero (Peebles & Xie 2023) modulates the
+//! input norm and gates the branch through [`AddNorm::forward_modulated`].
 //!
 //! # Shapes
 //! - input `x` and `F(x)`: `[batch, seq, d_model]`; output: the same

@@ -184,8 +184,8 @@ impl TransformerStackConfig {
 /// Per-layer measurements of one forward pass, for the gradient-stability study.
 #[derive(Clone, Debug, PartialEq)]
 pub struct StackStats {
-    /// `√(mean(x_l²))` of the residual stream: index 0 is the embeddings x₀, index l the
-    /// output of block l (N + 1 values).
+    /// `√(mean(x_l²))` of the residual stream (ResiDual's Post-LN stream): index 0 is the
+    /// embeddings x₀, index l the output of block l (N + 1 values).
     pub residual_rms: Vec<f64>,
     /// The largest attention logit of each block (N values).
     pub max_attention_logit: Vec<f64>,
