@@ -14,7 +14,7 @@ import sys
 import torch
 
 # The same timing as the LayerNorm script's (this directory is on the import path).
-from torch_norms import median_seconds
+from torch_norms import step_and_floor
 
 CASES = [
     ("GroupNorm 32 groups", (32, 64, 32, 32), 32),
@@ -32,20 +32,7 @@ def main():
         x0 = torch.randn(shape) * 2.0 + 0.5
         dy = torch.randn(shape)
 
-        def step():
-            x = x0.clone().requires_grad_(True)
-            (norm(x) * dy).sum().backward()
-            return x.grad
-
-        def loss_only():
-            x = x0.clone().requires_grad_(True)
-            (x * dy).sum().backward()
-            return x.grad
-
-        elements = x0.numel()
-        reps = max(5, min(51, 200_000_000 // elements)) | 1
-        t = median_seconds(step, 2, reps)
-        floor = median_seconds(loss_only, 2, reps)
+        t, floor = step_and_floor(norm, x0, dy)
         print(f"{label}\t{t * 1e3:.4f}\t{floor * 1e3:.4f}")
 
 

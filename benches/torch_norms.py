@@ -31,6 +31,24 @@ def median_seconds(step, warmup, reps):
     return statistics.median(times)
 
 
+def step_and_floor(norm, x0, dy):
+    """Median seconds of one step y = norm(x), sum(y * dy).backward(), and of the same step
+    with no norm (the harness's floor), the repetitions sized as the Rust bench sizes them."""
+
+    def step():
+        x = x0.clone().requires_grad_(True)
+        (norm(x) * dy).sum().backward()
+        return x.grad
+
+    def loss_only():
+        x = x0.clone().requires_grad_(True)
+        (x * dy).sum().backward()
+        return x.grad
+
+    reps = max(5, min(51, 200_000_000 // x0.numel())) | 1
+    return median_seconds(step, 2, reps), median_seconds(loss_only, 2, reps)
+
+
 def main():
     torch.manual_seed(0)
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, float32, CPU")
@@ -42,20 +60,7 @@ def main():
             x0 = torch.randn(shape) * 2.0 + 0.5
             dy = torch.randn(shape)
             elements = x0.numel()
-
-            def step():
-                x = x0.clone().requires_grad_(True)
-                (norm(x) * dy).sum().backward()
-                return x.grad
-
-            def loss_only():
-                x = x0.clone().requires_grad_(True)
-                (x * dy).sum().backward()
-                return x.grad
-
-            reps = max(5, min(51, 200_000_000 // elements)) | 1
-            t = median_seconds(step, 2, reps)
-            floor = median_seconds(loss_only, 2, reps)
+            t, floor = step_and_floor(norm, x0, dy)
             print(f"{name:<8} {label:<10} {t * 1e3:>9.2f} ms "
                   f"{BYTES_PER_ELEMENT * elements / t / 1e9:>8.1f} "
                   f"{floor * 1e3:>9.2f} ms {(t - floor) * 1e3:>9.2f} ms")

@@ -19,22 +19,24 @@ use serde::Deserialize;
 use crate::common::{assert_close, tensor, values};
 use crate::on_every_backend;
 
+/// One case of `blocks.json` (`tests/fixtures/make_block_fixtures.py`).
 #[derive(Deserialize)]
-struct Case {
-    name: String,
+pub(crate) struct Case {
+    pub(crate) name: String,
     norm_first: bool,
-    /// `"post_branch"` for the OLMo 2 placement (absent for the encoder layers).
+    /// The recipe (`"post_branch"`, `"parallel"`, `"normformer"`, `"resi_dual"`, …; absent
+    /// for the plain encoder layers).
     #[serde(default)]
     placement: Option<String>,
     activation: String,
     d_model: usize,
     n_heads: usize,
     d_ff: usize,
-    shape: [usize; 3],
+    pub(crate) shape: [usize; 3],
     weights: HashMap<String, Vec<f64>>,
-    x: Vec<f64>,
+    pub(crate) x: Vec<f64>,
     dy: Vec<f64>,
-    y: Vec<f64>,
+    pub(crate) y: Vec<f64>,
     dx: Vec<f64>,
     /// Gradients of the recipe's own parameters, by PyTorch name.
     #[serde(default)]
@@ -53,9 +55,9 @@ struct Case {
     dx_dual: Vec<f64>,
     /// adaLN-Zero's conditioning width, vector `[batch, d_cond]` and its gradient.
     #[serde(default)]
-    d_cond: usize,
+    pub(crate) d_cond: usize,
     #[serde(default)]
-    cond: Vec<f64>,
+    pub(crate) cond: Vec<f64>,
     #[serde(default)]
     dx_cond: Vec<f64>,
 }
@@ -63,6 +65,12 @@ struct Case {
 #[derive(Deserialize)]
 struct Fixtures {
     cases: Vec<Case>,
+}
+
+/// Every case of `blocks.json`, in the file's order.
+pub(crate) fn cases() -> Vec<Case> {
+    let fixtures: Fixtures = serde_json::from_str(include_str!("../fixtures/blocks.json")).unwrap();
+    fixtures.cases
 }
 
 /// A Burn `[in, out]` weight from a PyTorch `[out, in]` one (rows `rows` of a stacked matrix).
@@ -307,13 +315,12 @@ on_every_backend! {
     /// with CaiT's LayerScale, GPT-J / PaLM's parallel block, a NormFormer layer, a Pre-LN
     /// layer with Gemma 2's attention-logit soft cap (fused on the CPU and on CubeCL),
     /// a ResiDual layer (both streams), DiT's adaLN-Zero block (with the conditioning's
-    /// gradient) and OLMo 2's order with its full-width QK-norm: outputs, input gradients and the recipes' own parameter gradients within
-    /// 1e-4 of their scale.
+    /// gradient) and OLMo 2's order with its full-width QK-norm: outputs, input gradients
+    /// and the recipes' own parameter gradients within 1e-4 of their scale.
     fn post_and_pre_blocks_match_torch_encoder_layer<B>(device) {
-        let fixtures: Fixtures =
-            serde_json::from_str(include_str!("../fixtures/blocks.json")).unwrap();
-        assert_eq!(fixtures.cases.len(), 10);
-        for case in &fixtures.cases {
+        let cases = cases();
+        assert_eq!(cases.len(), 10);
+        for case in &cases {
             let block = load::<B>(case, device);
             let x = tensor::<B, 3>(&case.x, case.shape, device).require_grad();
             let dy: Tensor<B, 3> = tensor(&case.dy, case.shape, device);

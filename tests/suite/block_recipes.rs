@@ -10,7 +10,7 @@ use addnorm::nn::{
 use burn::module::Param;
 use burn::tensor::{Distribution, Int, Tensor};
 
-use crate::common::{assert_close, values};
+use crate::common::{PanicCase, assert_close, assert_panic_messages, values};
 use crate::on_every_backend;
 
 const D: usize = 8;
@@ -160,19 +160,13 @@ on_every_backend! {
     }
 }
 
-/// A configuration that must panic, and what its message must name.
-type PanicCase = (
-    Box<dyn FnOnce() + std::panic::UnwindSafe>,
-    &'static [&'static str],
-);
-
 /// The recipes' configuration errors name the field and the value.
 #[test]
 fn recipe_configuration_errors_name_the_field() {
     type B = addnorm::backend::ndarray::Backend;
     let device = addnorm::backend::ndarray::device;
     let block = || TransformerBlockConfig::new(D, HEADS, 16);
-    let cases: Vec<PanicCase> = vec![
+    let cases: Vec<PanicCase<'_>> = vec![
         (
             Box::new(move || {
                 let post = block().with_placement(Placement::Post);
@@ -210,15 +204,5 @@ fn recipe_configuration_errors_name_the_field() {
             &["forward_conditioned"],
         ),
     ];
-    for (config, names) in cases {
-        let err = std::panic::catch_unwind(config).unwrap_err();
-        let message = match err.downcast_ref::<&str>() {
-            Some(text) => text.to_string(),
-            None => err.downcast_ref::<String>().cloned().unwrap_or_default(),
-        };
-        assert!(
-            names.iter().all(|n| message.contains(n)),
-            "{names:?}: {message}"
-        );
-    }
+    assert_panic_messages(cases);
 }

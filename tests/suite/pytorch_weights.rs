@@ -244,26 +244,11 @@ fn missing_keys_wrong_shapes_wrong_placements_and_bad_files_are_named_errors() {
     assert!(matches!(rms, NormConfig::Rms(_)));
 }
 
-/// The `[batch, seq, d]` input and output of a `blocks.json` case.
-fn block_case(name: &str) -> (Vec<f64>, Vec<f64>, serde_json::Value) {
-    let fixtures: serde_json::Value =
-        serde_json::from_str(include_str!("../fixtures/blocks.json")).unwrap();
-    let case = fixtures["cases"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["name"] == name)
-        .unwrap()
-        .clone();
-    let floats = |key: &str| -> Vec<f64> {
-        case[key]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|v| v.as_f64().unwrap())
-            .collect()
-    };
-    (floats("x"), floats("y"), case)
+/// The `blocks.json` case named `name`.
+fn block_case(name: &str) -> crate::block_parity::Case {
+    let mut cases = crate::block_parity::cases();
+    let i = cases.iter().position(|c| c.name == name).unwrap();
+    cases.swap_remove(i)
 }
 
 /// A NormFormer layer's checkpoint (`make_block_fixtures.py`: an encoder layer's names plus
@@ -275,7 +260,6 @@ fn normformer_and_ada_ln_zero_blocks_load_their_checkpoints() {
     type B = addnorm::backend::ndarray::Backend;
     let device = addnorm::backend::ndarray::device();
     let (d, heads, ff) = (8, 2, 16);
-    let shape = [2, 5, d];
     let config = TransformerBlockConfig::new(d, heads, ff)
         .with_norm(LayerNormConfig::new(vec![d]).into())
         .with_activation(Activation::Gelu);
@@ -287,9 +271,9 @@ fn normformer_and_ada_ln_zero_blocks_load_their_checkpoints() {
         .init::<B>(&device)
         .load_pytorch(&state, "")
         .unwrap();
-    let (x, y, _) = block_case("normformer_gelu");
-    let out = block.forward(tensor::<B, 3>(&x, shape, &device));
-    assert_close("normformer", &values(out), &y, 1e-4);
+    let case = block_case("normformer_gelu");
+    let out = block.forward(tensor::<B, 3>(&case.x, case.shape, &device));
+    assert_close("normformer", &values(out), &case.y, 1e-4);
 
     let state = StateDict::from_file(fixture("dit_layer.pt")).unwrap();
     let dit_norm = LayerNormConfig::new(vec![d])
@@ -301,14 +285,8 @@ fn normformer_and_ada_ln_zero_blocks_load_their_checkpoints() {
         .init::<B>(&device)
         .load_pytorch(&state, "")
         .unwrap();
-    let (x, y, case) = block_case("ada_ln_zero_gelu");
-    let cond: Vec<f64> = case["cond"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v.as_f64().unwrap())
-        .collect();
-    let c = tensor::<B, 2>(&cond, [2, 6], &device);
-    let out = block.forward_conditioned(tensor::<B, 3>(&x, shape, &device), c);
-    assert_close("adaLN-Zero", &values(out), &y, 1e-4);
+    let case = block_case("ada_ln_zero_gelu");
+    let c = tensor::<B, 2>(&case.cond, [case.shape[0], case.d_cond], &device);
+    let out = block.forward_conditioned(tensor::<B, 3>(&case.x, case.shape, &device), c);
+    assert_close("adaLN-Zero", &values(out), &case.y, 1e-4);
 }

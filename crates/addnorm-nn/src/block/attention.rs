@@ -101,12 +101,10 @@ impl MultiHeadSelfAttentionConfig {
     ) -> MultiHeadSelfAttention<B> {
         super::validate_heads("MultiHeadSelfAttentionConfig", self.d_model, self.n_heads);
         super::validate_dropout("MultiHeadSelfAttentionConfig", self.dropout);
-        if let Some(cap) = self.logit_softcap {
-            assert!(
-                cap.is_finite() && cap > 0.0,
-                "MultiHeadSelfAttentionConfig.logit_softcap must be positive and finite, got {cap}"
-            );
-        }
+        super::validate_softcap(
+            "MultiHeadSelfAttentionConfig.logit_softcap",
+            self.logit_softcap,
+        );
         let qk_width = self.qk_norm_scope.width(self.d_model, self.n_heads);
         let p = |device| projection(self.d_model, self.d_model, &self.initializer, device);
         let (mut query, mut key) = (p(device), p(device));

@@ -41,3 +41,14 @@ pub(crate) fn validate_heads(config: &str, d_model: usize, n_heads: usize) {
         "{config}.d_model ({d_model}) must be a positive multiple of n_heads ({n_heads})"
     );
 }
+
+/// Panics unless a soft cap `cap`, when set, is positive and finite; the message names
+/// `field` (the config and its field) and the value.
+pub(crate) fn validate_softcap(field: &str, cap: Option<f64>) {
+    if let Some(cap) = cap {
+        assert!(
+            cap.is_finite() && cap > 0.0,
+            "{field} must be positive and finite, got {cap}"
+        );
+    }
+}

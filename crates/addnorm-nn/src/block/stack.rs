@@ -152,12 +152,10 @@ impl TransformerStackConfig {
             "TransformerStackConfig.block.conditioning must be None: the language model has no \
              conditioning input (build adaLN-Zero blocks with TransformerBlockConfig)"
         );
-        if let Some(cap) = self.final_logit_softcap {
-            assert!(
-                cap.is_finite() && cap > 0.0,
-                "TransformerStackConfig.final_logit_softcap must be positive and finite, got {cap}"
-            );
-        }
+        super::validate_softcap(
+            "TransformerStackConfig.final_logit_softcap",
+            self.final_logit_softcap,
+        );
         let half_variance = Initializer::Normal {
             mean: 0.0,
             std: core::f64::consts::FRAC_1_SQRT_2,

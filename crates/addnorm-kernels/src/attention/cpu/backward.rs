@@ -219,12 +219,8 @@ impl<E: Gemm> Call<'_, E> {
         vectorized(
             #[inline(always)]
             || {
-                score_gradients(&mut scratch.ds, &scratch.p, keys, &scratch.delta);
-                if self.cap.is_some() {
-                    for (ds, &slope) in scratch.ds.iter_mut().zip(&scratch.slope) {
-                        *ds = *ds * slope;
-                    }
-                }
+                let slope = self.cap.map(|_| scratch.slope.as_slice());
+                score_gradients(&mut scratch.ds, &scratch.p, keys, &scratch.delta, slope)
             },
         );
         unsafe {
@@ -281,16 +277,28 @@ fn probabilities<E: Gemm>(
     }
 }
 
-/// `dS = P ∘ (dP − Δ)` in place of `dP`, row by row.
+/// `dS = P ∘ (dP − Δ)` in place of `dP`, row by row, times the soft cap's `slope` (same
+/// layout as `P`) in the same pass when there is one.
 #[inline(always)]
-fn score_gradients<E: Gemm>(dp: &mut [E], p: &[E], keys: usize, delta: &[E]) {
-    for ((ds, p), &delta) in dp
+fn score_gradients<E: Gemm>(dp: &mut [E], p: &[E], keys: usize, delta: &[E], slope: Option<&[E]>) {
+    let rows = dp
         .chunks_exact_mut(keys)
         .zip(p.chunks_exact(keys))
-        .zip(delta)
-    {
-        for (ds, &p) in ds.iter_mut().zip(p) {
-            *ds = p * (*ds - delta);
+        .zip(delta);
+    match slope {
+        None => {
+            for ((ds, p), &delta) in rows {
+                for (ds, &p) in ds.iter_mut().zip(p) {
+                    *ds = p * (*ds - delta);
+                }
+            }
+        }
+        Some(slope) => {
+            for (((ds, p), &delta), slope) in rows.zip(slope.chunks_exact(keys)) {
+                for ((ds, &p), &slope) in ds.iter_mut().zip(p).zip(slope) {
+                    *ds = p * (*ds - delta) * slope;
+                }
+            }
         }
     }
 }
