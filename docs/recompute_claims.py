@@ -214,10 +214,132 @@ def capped(r):
     return min(r["final_loss"], r["initial_loss"])
 
 
-def sensitivity(d, variant):
-    curve = [sum(map(capped, rs)) / len(rs)
-             for rs in (proxy_runs(d, variant, lr) for lr in d["config"]["proxies"]["learning_rates"])]
+def evenness(runs, placement, seeds):
+    """min/max over layers of the GM-over-seeds W1 profile of one placement."""
+    mine = [r for s in seeds for r in runs if r["seed"] == s and r["placement"] == placement]
+    profile = [gm(r["w_1"][l] for r in mine) for l in range(len(mine[0]["w_1"]))]
+    return min(profile) / max(profile)
+
+
+def resi_dual(d):
+    runs, seeds = d["figure_3_resi_dual"], d["config"]["figure_3_resi_dual"]["seeds"]
+    return evenness(runs, "ResiDual", seeds) / evenness(runs, "Post", seeds)
+
+
+def early_profile(d, variant):
+    runs, seeds = d["early_gradients"], d["config"]["early_gradients"]["seeds"]
+    mine = [r for s in seeds for r in runs if r["seed"] == s and r["variant"] == variant]
+    return [gm(r["w_2"][l] for r in mine) for l in range(len(mine[0]["w_2"]))]
+
+
+def normformer_mismatch(d):
+    profile = early_profile(d, "baseline")
+    return spearman(list(range(1, len(profile) + 1)), [math.log(g) for g in profile])
+
+
+def normformer_fix(d):
+    spread = lambda p: max(p) / min(p)
+    return spread(early_profile(d, "baseline")) / spread(early_profile(d, "norm-former"))
+
+
+def softcap_control(d):
+    finals = [max(p["run"]["evaluations"][-1]["attention_logits"]) for p in d["proxies"]
+              if p["variant"] == "soft-cap"]
+    return max(finals) / d["config"]["proxies"]["softcap"]
+
+
+def s_of(runs_by_lr):
+    """LR sensitivity S (section 2.2) of one configuration against its own best LR."""
+    curve = [sum(map(capped, rs)) / len(rs) for rs in runs_by_lr]
     return sum(v - min(curve) for v in curve) / len(curve)
+
+
+def sensitivity(d, variant):
+    """S of a variant where the registry reads it: the grid's largest size if it ran."""
+    if d.get("proxy_grid"):
+        return grid_s(d, grid_sizes(d)[-1], variant)
+    return s_of(proxy_runs(d, variant, lr) for lr in d["config"]["proxies"]["learning_rates"])
+
+
+def grid_sizes(d):
+    return d["config"]["proxy_grid"]["sizes"]
+
+
+def own_size(d):
+    """C's model size, as the grid's sizes spell it."""
+    stack = d["config"]["proxies"]["model"]["stack"]
+    block = stack.get("block", stack)
+    return {"d_model": block["d_model"], "n_layers": block["n_layers"], "n_heads": block["n_heads"]}
+
+
+def params(size):
+    return 12 * size["d_model"] ** 2 * size["n_layers"]
+
+
+def grid_run_list(d, size, variant, lr):
+    return sorted((g["run"] for g in d["proxy_grid"] if g["size"] == size and g["variant"] == variant
+                   and g["run"]["learning_rate"] == lr), key=lambda r: r["seed"])
+
+
+def grid_s(d, size, variant, lrs=None):
+    lrs = lrs if lrs is not None else d["config"]["proxies"]["learning_rates"]
+    return s_of(grid_run_list(d, size, variant, lr) for lr in lrs)
+
+
+def size_growth(d, variant):
+    sizes = grid_sizes(d)
+    return slope([math.log10(params(z)) for z in sizes], [grid_s(d, z, variant) for z in sizes])
+
+
+def divergence_lr_slope(d):
+    lrs = d["config"]["proxies"]["learning_rates"]
+    step = lrs[-1] / lrs[-2]
+    sizes = grid_sizes(d)
+    xs = [math.log10(params(z)) for z in sizes]
+    slopes = []
+    for i in range(len(d["config"]["proxies"]["seeds"])):
+        ys = []
+        for z in sizes:
+            first = [lr for lr in lrs if grid_run_list(d, z, "baseline", lr)[i]["diverged"]]
+            ys.append(math.log(first[0] if first else max(lrs) * step))
+        slopes.append(slope(xs, ys))
+    return sum(slopes) / len(slopes)
+
+
+def warmup_by_size(d):
+    gain = lambda z: grid_s(d, z, "qk-layernorm") - grid_s(d, z, "long-warmup")
+    sizes = grid_sizes(d)
+    return gain(sizes[-1]) - gain(sizes[0])
+
+
+def coupled_decay(d):
+    lrs = d["config"]["proxies"]["learning_rates"]
+    coupled = [d["config"]["proxy_grid"]["coupled_extra_learning_rate"]] + lrs
+    z, w = own_size(d), len(lrs)
+    s_coupled = min(grid_s(d, z, "coupled-decay", coupled[:w]), grid_s(d, z, "coupled-decay", coupled[-w:]))
+    return s_coupled - grid_s(d, z, "qk-layernorm")
+
+
+def z_loss_grid(d):
+    z = own_size(d)
+    return grid_s(d, z, "no-decay") - grid_s(d, z, "no-decay-z-loss")
+
+
+def peri_divergences(d):
+    lrs = [d["config"]["learning_rate"]] + d["config"]["divergence_learning_rates"]
+
+    def count(placement):
+        counts = [0] * len(d["config"]["seeds"])
+        for lr in lrs:
+            runs = runs_of(d, placement, "layer", 0) if lr == d["config"]["learning_rate"] else sorted(
+                (r for r in d["divergence_grid"] if r["placement"] == placement and r["learning_rate"] == lr),
+                key=lambda r: r["seed"])
+            for i, r in enumerate(runs):
+                counts[i] += 1 if r["diverged"] else 0
+        return counts
+
+    diffs = [a - b for a, b in zip(count("Pre"), count("Peri"))]
+    return sum(diffs) / len(diffs)
 
 
 def largest_training_index(d, variant):
@@ -268,6 +390,17 @@ RECIPES = {
     "wortsman-fig5-warmup-lowers-sensitivity": lambda d: sensitivity(d, "qk-layernorm")
     - sensitivity(d, "long-warmup"),
     "ext-wortsman-fig4-logz-drift": logz_drift,
+    "wortsman-fig1-sensitivity-grows-with-size-baseline": lambda d: size_growth(d, "baseline"),
+    "wortsman-fig1-sensitivity-grows-with-size-qkln": lambda d: size_growth(d, "qk-layernorm"),
+    "wortsman-s311-divergence-lr-falls-with-size": divergence_lr_slope,
+    "wortsman-fig5-warmup-effect-larger-for-larger-models": warmup_by_size,
+    "wortsman-fig6-independent-decay-lowers-sensitivity": coupled_decay,
+    "wortsman-fig3-zloss-lowers-sensitivity": z_loss_grid,
+    "periln-divergence-vs-lr": peri_divergences,
+    "residual-abstract-gradient-lower-bound": resi_dual,
+    "normformer-abstract-preln-gradient-mismatch": normformer_mismatch,
+    "normformer-abstract-fix-balances-gradients": normformer_fix,
+    "gemma2-s2-softcap-bounds-logits-at-high-lr": softcap_control,
     "xiong-thm1-postln-flat": lambda d: thm1(d, "Post"),
     "xiong-thm1-preln-inverse-sqrt-depth": lambda d: thm1(d, "Pre"),
     "xiong-fig3-postln-grows": lambda d: fig3_grows(d["figure_3"], 6),

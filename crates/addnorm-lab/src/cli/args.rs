@@ -277,12 +277,14 @@ pub struct SweepArgs {
 pub struct DemoArgs {
     #[command(flatten)]
     pub(crate) common: CommonArgs,
-    /// Seeds of experiments A to D (Fig. 3 at L = 6, both widths, and Lemma 2 always take
-    /// 10). Default: 4 per job (8 with two), up to 10; 10 with --full.
+    /// Seeds of experiments A to D (Fig. 3 at L = 6, both widths and ResiDual's, Lemma 2
+    /// and NormFormer's Fig. 2 always take 10). Default: 4 per job (8 with two), up to 10;
+    /// 10 with --full.
     #[arg(long, value_parser = parse_count)]
     pub(crate) seeds: Option<usize>,
-    /// The full profile: 10 seeds everywhere and 3000-step proxies (about 32 minutes on 2
-    /// cores) instead of the 5-minute quick one.
+    /// The full profile: 10 seeds everywhere, 3000-step proxies, and the papers' grids
+    /// (Wortsman's model sizes, decay and z-loss; Peri-LN's divergence against LR) instead
+    /// of the quick one.
     #[arg(long)]
     pub(crate) full: bool,
     #[command(flatten)]

@@ -14,6 +14,10 @@
 //!                             (§3.2.1), same total steps; when `long_warmup > 0`
 //!             no-decay        λ = 0, QK-layernorm, one high LR         (output logits)
 //!             no-decay+z-loss the same, plus 1e-4 · mean(log² Z)
+//!             softcap         the baseline with Gemma 2's attention-logit soft cap
+//!                             c·tanh(S/c), at the top LR only; when `softcap > 0`
+//!             coupled-decay   qk-layernorm with Burn's coupled decay λ_c · lr(s)
+//!                             (Fig. 6; run by crate::experiments::proxy_grid)
 //! measured    final validation loss, ℓ₀ (the initial one), the largest attention logit
 //!             and the mean log Z at every evaluation
 //! ```
@@ -45,6 +49,12 @@ pub enum ProxyVariant {
     NoDecayZLoss,
     /// QK-layernorm with a longer warm-up ([`ProxyConfig::long_warmup`] of the steps).
     LongWarmup,
+    /// The baseline with the attention logits soft-capped at [`ProxyConfig::softcap`]
+    /// (Gemma 2), at the top LR.
+    SoftCap,
+    /// QK-layernorm with weight decay coupled to the LR
+    /// ([`ProxyConfig::coupled_weight_decay`] · lr(s) per step; Fig. 6).
+    CoupledDecay,
 }
 
 impl ProxyVariant {
@@ -56,11 +66,13 @@ impl ProxyVariant {
             ProxyVariant::NoDecay => "no-decay",
             ProxyVariant::NoDecayZLoss => "no-decay+z-loss",
             ProxyVariant::LongWarmup => "qk-layernorm+long-warm-up",
+            ProxyVariant::SoftCap => "softcap",
+            ProxyVariant::CoupledDecay => "qk-layernorm+coupled-decay",
         }
     }
 
     fn qk_layernorm(self) -> bool {
-        self != ProxyVariant::Baseline
+        !matches!(self, ProxyVariant::Baseline | ProxyVariant::SoftCap)
     }
 }
 
@@ -98,6 +110,14 @@ pub struct ProxyConfig {
     /// [`ProxyConfig::WARMUP`]); 0 leaves the variant out. Default: 0.25 (§3.2.1)
     #[config(default = 0.25)]
     pub long_warmup: f64,
+    /// The soft cap c of the softcap variant, run at the top LR; 0 leaves the variant out.
+    /// Default: 50 (Gemma 2's attention cap)
+    #[config(default = 50.0)]
+    pub softcap: f64,
+    /// λ_c of the coupled-decay variant: Burn's AdamW decays by λ_c · lr(s) per step.
+    /// Default: 0.1 (Wortsman et al. 2023, Fig. 6: AdamW's default coupling)
+    #[config(default = 0.1)]
+    pub coupled_weight_decay: f64,
 }
 
 impl ProxyConfig {
@@ -129,20 +149,35 @@ impl ProxyConfig {
                     .iter()
                     .map(move |&s| (v, self.z_loss_learning_rate, s))
             });
-        grid.chain(z).collect()
+        let top = self.learning_rates.iter().copied().fold(f64::NAN, f64::max);
+        let capped = (self.softcap > 0.0)
+            .then(|| {
+                self.seeds
+                    .iter()
+                    .map(move |&s| (ProxyVariant::SoftCap, top, s))
+            })
+            .into_iter()
+            .flatten();
+        grid.chain(z).chain(capped).collect()
     }
 
     /// The training configuration of one run.
     pub fn train_config(&self, variant: ProxyVariant, lr: f64, seed: u64) -> TrainConfig {
         let qk = variant.qk_layernorm();
+        let cap = (variant == ProxyVariant::SoftCap).then_some(self.softcap);
         let model = self.model.clone().with_block(
             self.model
                 .block()
                 .clone()
                 .with_qk_norm(qk.then(|| NormKind::Layer.config()))
-                .with_separate_qk_norms(qk),
+                .with_separate_qk_norms(qk)
+                .with_attention_logit_softcap(cap),
         );
-        let decayed = !matches!(variant, ProxyVariant::NoDecay | ProxyVariant::NoDecayZLoss);
+        let weight_decay = match variant {
+            ProxyVariant::NoDecay | ProxyVariant::NoDecayZLoss => 0.0,
+            ProxyVariant::CoupledDecay => self.coupled_weight_decay,
+            _ => self.weight_decay,
+        };
         let warmup = if variant == ProxyVariant::LongWarmup {
             self.long_warmup
         } else {
@@ -160,8 +195,8 @@ impl ProxyConfig {
             .with_batch_size(self.batch_size)
             .with_beta_2(0.95)
             .with_grad_clip(Some(1.0))
-            .with_weight_decay(if decayed { self.weight_decay } else { 0.0 })
-            .with_independent_weight_decay(true)
+            .with_weight_decay(weight_decay)
+            .with_independent_weight_decay(variant != ProxyVariant::CoupledDecay)
             .with_z_loss(z_loss)
             .with_seed(seed)
             .with_eval_every((self.steps / 8).max(1))
@@ -220,7 +255,35 @@ mod tests {
             weight_decay: 1e-4,
             z_loss: 1e-4,
             long_warmup,
+            softcap: 0.0,
+            coupled_weight_decay: 0.1,
         }
+    }
+
+    #[test]
+    fn the_softcap_variant_is_the_capped_baseline_at_the_top_lr_only() {
+        let capped = ProxyConfig {
+            softcap: 50.0,
+            ..config(0.0)
+        };
+        let runs: Vec<_> = capped
+            .runs()
+            .into_iter()
+            .filter(|r| r.0 == ProxyVariant::SoftCap)
+            .collect();
+        assert_eq!(
+            runs,
+            vec![
+                (ProxyVariant::SoftCap, 1e-2, 0),
+                (ProxyVariant::SoftCap, 1e-2, 1)
+            ]
+        );
+        let block = |v| capped.train_config(v, 1e-2, 0).model.block().clone();
+        let (cap, base) = (block(ProxyVariant::SoftCap), block(ProxyVariant::Baseline));
+        assert_eq!(cap.attention_logit_softcap, Some(50.0));
+        assert_eq!(base.attention_logit_softcap, None);
+        assert!(cap.qk_norm.is_none());
+        assert_eq!(config(0.0).runs(), capped.runs()[..12].to_vec());
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //!
 //! ```text
 //! slope   least squares of ln y against ln x:  Σ (ln x − m_x)(ln y − m_y) / Σ (ln x − m_x)²
+//! linear  the same on x and y themselves:      Σ (x − m_x)(y − m_y) / Σ (x − m_x)²
 //! GM(v)   exp(mean(ln vᵢ)) over the positive vᵢ (1 if there are none)
 //! ```
 //!
@@ -11,11 +12,17 @@
 
 /// The least-squares slope of `ln y` against `ln x`.
 pub fn log_log_slope(points: &[(f64, f64)]) -> f64 {
+    let logs: Vec<(f64, f64)> = points.iter().map(|(x, y)| (x.ln(), y.ln())).collect();
+    linear_slope(&logs)
+}
+
+/// The least-squares slope of `y` against `x`.
+pub fn linear_slope(points: &[(f64, f64)]) -> f64 {
     let n = points.len() as f64;
-    let (lx, ly): (Vec<f64>, Vec<f64>) = points.iter().map(|(x, y)| (x.ln(), y.ln())).unzip();
-    let (mx, my) = (lx.iter().sum::<f64>() / n, ly.iter().sum::<f64>() / n);
-    let cov: f64 = lx.iter().zip(&ly).map(|(x, y)| (x - mx) * (y - my)).sum();
-    let var: f64 = lx.iter().map(|x| (x - mx).powi(2)).sum();
+    let mx = points.iter().map(|p| p.0).sum::<f64>() / n;
+    let my = points.iter().map(|p| p.1).sum::<f64>() / n;
+    let cov: f64 = points.iter().map(|(x, y)| (x - mx) * (y - my)).sum();
+    let var: f64 = points.iter().map(|(x, _)| (x - mx).powi(2)).sum();
     cov / var
 }
 
@@ -36,5 +43,11 @@ mod tests {
             .map(|&x: &f64| (x, 3.0 * x.powf(-0.5)))
             .collect();
         assert!((log_log_slope(&pts) + 0.5).abs() < 1e-12);
+    }
+
+    #[test]
+    fn linear_slope_of_a_line() {
+        let pts = [(1.0, 5.0), (2.0, 3.0), (4.0, -1.0)];
+        assert!((linear_slope(&pts) + 2.0).abs() < 1e-12);
     }
 }

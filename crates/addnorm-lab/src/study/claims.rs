@@ -1,5 +1,6 @@
-//! Every claim the demo checks, by source: `xiong` (Xiong et al. 2020), `peri_ln` (Kim et
-//! al. 2025), `wortsman` (Wortsman et al. 2023) and `deepnet` (Wang et al. 2022). Each
+//! Every claim the demo checks, by source: `xiong` (Xiong et al. 2020), `resi_dual` (Xie et
+//! al. 2023), `normformer` (Shleifer et al. 2021), `peri_ln` (Kim et al. 2025), `wortsman` (Wortsman et al. 2023), `gemma2` (Gemma Team
+//! 2024, a control) and `deepnet` (Wang et al. 2022). Each
 //! paper's file measures its claims ([`Measurement`]); here each is decided by its entry in
 //! the registry ([`Registry`], `claims.toml`), the only place that holds rules.
 //!
@@ -9,38 +10,46 @@
 //! verdict    the registered rule read against the whole interval (super::verdict)
 //! ```
 //!
-//! Registered claims the demo does not measure yet are listed in [`NOT_RUN`], each with
-//! what it needs; the report names them, and a test keeps the two lists and the registry
-//! in step.
+//! Registered claims the demo does not measure yet are listed in [`NOT_RUN`], those only
+//! `--full` measures in [`FULL_ONLY`], each with what it needs ([`not_run`]); the report
+//! names them, and a test keeps the lists and the registry in step.
 //!
 //! # Shapes
 //! Not applicable: statistics over run summaries.
 
 use super::claim::{Claim, Measurement};
+use super::config::DemoConfig;
 use super::record::DemoReport;
 use super::registry::Registry;
 
 /// Registered claims the demo does not measure yet, with the run each needs.
-pub const NOT_RUN: &[(&str, &str)] = &[
+pub const NOT_RUN: &[(&str, &str)] = &[(
+    "cait-abstract-layerscale-trains-deeper",
+    "CaiT: Pre-LN with and without LayerScale over depths at one LR",
+)];
+
+/// Registered claims only the `--full` profile measures (its grids), with the grid each
+/// reads.
+pub const FULL_ONLY: &[(&str, &str)] = &[
     (
         "periln-divergence-vs-lr",
-        "Peri-LN and Pre-LN over an LR grid, counting divergences",
+        "Pre-LN and Peri-LN without warm-up at three LRs above B's",
     ),
     (
         "wortsman-fig1-sensitivity-grows-with-size-baseline",
-        "Fig. 1: LR sensitivity at three or more model sizes",
+        "Fig. 1: C's LR grid at three model sizes",
     ),
     (
         "wortsman-fig1-sensitivity-grows-with-size-qkln",
-        "Fig. 1: LR sensitivity at three or more model sizes",
+        "Fig. 1: C's LR grid at three model sizes",
     ),
     (
         "wortsman-s311-divergence-lr-falls-with-size",
-        "Fig. 1: LR sensitivity at three or more model sizes",
+        "Fig. 1: C's LR grid at three model sizes",
     ),
     (
         "wortsman-fig5-warmup-effect-larger-for-larger-models",
-        "Fig. 5: warm-up lengths at several sizes",
+        "Fig. 5: the long warm-up at three model sizes",
     ),
     (
         "wortsman-fig6-independent-decay-lowers-sensitivity",
@@ -50,37 +59,33 @@ pub const NOT_RUN: &[(&str, &str)] = &[
         "wortsman-fig3-zloss-lowers-sensitivity",
         "Fig. 3: no weight decay, with and without z-loss, over the LR grid",
     ),
-    (
-        "normformer-abstract-preln-gradient-mismatch",
-        "NormFormer Fig. 2: per-layer gradients over the first training steps, Pre-LN",
-    ),
-    (
-        "normformer-abstract-fix-balances-gradients",
-        "NormFormer Fig. 2: the same profile for Pre-LN and NormFormer",
-    ),
-    (
-        "cait-abstract-layerscale-trains-deeper",
-        "CaiT: Pre-LN with and without LayerScale over depths at one LR",
-    ),
-    (
-        "gemma2-s2-softcap-bounds-logits-at-high-lr",
-        "Gemma 2: the Wortsman LR grid with attention-logit soft-capping",
-    ),
-    (
-        "residual-abstract-gradient-lower-bound",
-        "ResiDual: Xiong's Fig. 3 probe for ResiDual at L = 48",
-    ),
 ];
+
+/// The registered claims `config` does not measure, with what each needs: [`NOT_RUN`], and
+/// [`FULL_ONLY`] unless it runs the grids.
+pub fn not_run(config: &DemoConfig) -> Vec<(&'static str, &'static str)> {
+    let grids = config.proxy_grid.is_run() && !config.divergence_learning_rates.is_empty();
+    NOT_RUN
+        .iter()
+        .chain(if grids { &[][..] } else { FULL_ONLY })
+        .copied()
+        .collect()
+}
 
 /// Every measurement the demo makes, in report order: Xiong et al. (Theorem 1, Fig. 3,
 /// Lemma 2, §3.2, then Fig. 2 and App. H), convergence speed (Xiong's §4, ReZero), Peri-LN, Wortsman et al.,
 /// DeepNet.
 pub fn measurements(report: &DemoReport) -> Vec<Measurement> {
     let mut all = super::xiong::claims(report);
+    all.extend(super::resi_dual::claims(report));
+    all.extend(super::normformer::claims(report));
     all.extend(super::warmup_grid::claims(report));
     all.extend(super::convergence::claims(report));
     all.extend(super::peri_ln::claims(report));
+    all.extend(super::peri_ln_divergence::claims(report));
     all.extend(super::wortsman::claims(report));
+    all.extend(super::gemma2::claims(report));
+    all.extend(super::wortsman_grid::claims(report));
     all.extend(super::deepnet::claims(report));
     all.extend(super::deepnet::sgd_claims(report));
     all

@@ -8,6 +8,11 @@
 //! runs of C   crate::experiments::proxies::ProxyConfig::runs, named proxy-<variant>-lr<lr>-s<seed>
 //! Fig. 2 grid Post-LN cells × seeds (crate::experiments::warmup_grid), named
 //!             post-layer-w<warm-up>-lr<lr>[-fixed]-s<seed>, or B's name where B runs the cell
+//! C's grids   crate::experiments::proxy_grid::ProxyGridConfig::runs, named
+//!             proxy-d<d>-l<L>-h<heads>-<variant>-lr<lr>-s<seed> (`--full` only)
+//! divergence  Pre-LN and Peri-LN at B's setting without warm-up, at each LR of
+//!             `divergence_learning_rates` × seeds, named <pair>-w0-lr<lr>-s<seed> (`--full`
+//!             only; B's own LR comes from B)
 //! ```
 //!
 //! # Shapes
@@ -18,12 +23,14 @@ use addnorm::nn::{Activation, Placement, TransformerStackConfig};
 use burn::config::Config;
 use serde::{Deserialize, Serialize};
 
+use crate::experiments::early_gradients::EarlyGradientConfig;
 use crate::experiments::expected_gradient::ExpectedGradientConfig;
 use crate::experiments::model::ModelConfig;
 use crate::experiments::model_update::ModelUpdateConfig;
 use crate::experiments::norm_kind::NormKind;
 use crate::experiments::probe::ProbeConfig;
 use crate::experiments::proxies::ProxyConfig;
+use crate::experiments::proxy_grid::{ProxyGridConfig, ProxySize};
 use crate::experiments::task::{Task, TaskKind};
 use crate::experiments::train::TrainConfig;
 use crate::experiments::warmup_grid::{GridCell, WarmupGridConfig};
@@ -56,8 +63,14 @@ pub struct DemoConfig {
     pub figure_3_paper_width: ExpectedGradientConfig,
     /// The same measurement at L = 12, 24, 48: an extension beyond the paper.
     pub figure_3_extension: ExpectedGradientConfig,
+    /// The same measurement for ResiDual against Post-LN at L = 48, 10 seeds (ResiDual's
+    /// gradient lower bound, Xie et al. 2023).
+    pub figure_3_resi_dual: ExpectedGradientConfig,
     /// Lemma 2 in its own setting: Pre-LN, ReLU, d_ff = d, one head, W^Q = W^K = 0.
     pub lemma_2: ProbeConfig,
+    /// NormFormer's Fig. 2: B's Pre-LN run and its NormFormer variant over their first
+    /// steps, 10 seeds.
+    pub early_gradients: EarlyGradientConfig,
     /// Xiong et al.'s Fig. 2 grid (Post-LN, warm-up × peak LR) and App. H's fixed LR, on
     /// B's model, steps and seeds.
     pub warmup_grid: WarmupGridConfig,
@@ -65,6 +78,14 @@ pub struct DemoConfig {
     pub proxies: ProxyConfig,
     /// Experiment D: DeepNet's model update against depth.
     pub model_update: ModelUpdateConfig,
+    /// C's grids over model size, weight decay and z-loss (Wortsman Figs. 1, 3, 5, 6).
+    /// Default: no sizes, not run
+    #[config(default = "ProxyGridConfig::new()")]
+    pub proxy_grid: ProxyGridConfig,
+    /// LRs above B's at which Pre-LN and Peri-LN train without warm-up, for the divergence
+    /// count against LR (Peri-LN). Default: none, not run
+    #[config(default = "Vec::new()")]
+    pub divergence_learning_rates: Vec<f64>,
     /// The profile it was built from. Default: `Profile::Quick`
     #[config(default = "Profile::Quick")]
     pub profile: Profile,
@@ -150,14 +171,22 @@ impl DemoConfig {
         .with_placements(vec![Placement::Pre])
         .with_norms(vec![NormKind::Layer])
         .with_depths(vec![48])
-        .with_seeds(ten);
+        .with_seeds(ten.clone());
         // d_model 32, 2 heads, d_ff 128, Pre-LN with LayerNorm.
         let tiny = ModelConfig::new().with_backend(backend);
         // DeepNet's tiny model: d_model 64, 2 heads, d_ff 128.
         let deepnet_stack = tiny.stack.clone().with_d_model(64).with_d_ff(128);
         let deepnet = tiny.clone().with_stack(deepnet_stack);
+        // ResiDual's claim reads Post-LN and ResiDual at L = 48 with the extension's K.
+        let figure_3_resi_dual = figure_3
+            .clone()
+            .with_placements(vec![Placement::Post, Placement::ResiDual])
+            .with_depths(vec![48])
+            .with_batches(8);
         Self {
             profile: Profile::Quick,
+            figure_3_resi_dual,
+            early_gradients: EarlyGradientConfig::new().with_seeds(ten.clone()),
             // K = 8 keeps the quick profile in budget; `--full` takes Fig. 3's 32.
             figure_3_extension: figure_3
                 .clone()
@@ -198,6 +227,8 @@ impl DemoConfig {
                 .with_learning_rate(1e-4)
                 .with_steps(5)
                 .with_batch_size(8),
+            proxy_grid: ProxyGridConfig::new(),
+            divergence_learning_rates: vec![],
             seeds,
         }
     }
@@ -207,17 +238,33 @@ impl DemoConfig {
         self.train_model.backend
     }
 
-    /// `--full`: 10 seeds everywhere, 3000-step proxies, and K = 32 in Fig. 3's extension.
+    /// `--full`: 10 seeds everywhere, 3000-step proxies, K = 32 in Fig. 3's extension and
+    /// ResiDual's part,
+    /// and the papers' grids: C at three sizes with the head size fixed at 16 (Fig. 1, 5;
+    /// 300 steps each, the quick profile's length), coupled decay and z-loss over the LR
+    /// grid (Fig. 6, 3), and Pre-LN against Peri-LN at three LRs above B's.
     pub fn full(backend: Kind, seed: u64) -> Self {
         let mut config = Self::quick(backend, seed).with_seed_count(10);
         config.profile = Profile::Full;
         config.proxies.steps = 3000;
         config.figure_3_extension.batches = 32;
+        config.figure_3_resi_dual.batches = 32;
+        config.proxy_grid = config.proxy_grid.with_sizes(Self::GRID_SIZES.to_vec());
+        config.divergence_learning_rates = vec![3e-2, 1e-1, 3e-1];
         config
     }
 
+    /// The model sizes of C's grid in `--full`: (d, L, heads) = (16, 1, 1), (32, 2, 2),
+    /// i.e. C's own, and (64, 3, 4); N = 3 072, 24 576 and 147 456 weights.
+    pub const GRID_SIZES: [ProxySize; 3] = [
+        ProxySize::new(16, 1, 1),
+        ProxySize::new(32, 2, 2),
+        ProxySize::new(64, 3, 4),
+    ];
+
     /// The same demo with `n` seeds (from the first seed on) in both experiments.
-    /// Fig. 3 (at both widths) and Lemma 2 keep their 10 seeds (the paper's count) whatever `n` is.
+    /// Fig. 3 (at both widths and for ResiDual), Lemma 2 and NormFormer's Fig. 2 keep their
+    /// 10 seeds (the papers' count) whatever `n` is.
     pub fn with_seed_count(mut self, n: usize) -> Self {
         let first = self.seeds.first().copied().unwrap_or(0);
         self.seeds = (first..first + n as u64).collect();
@@ -259,8 +306,8 @@ impl DemoConfig {
     }
 }
 
-/// The demo's default seed count for `plan` (experiments A to D; Fig. 3, at both widths,
-/// and Lemma 2 always take 10): `4·jobs`, from 4 up to 10 (8 at two jobs, 10 from three on).
+/// The demo's default seed count for `plan` (experiments A to D; Fig. 3, at both widths
+/// and for ResiDual, Lemma 2 and NormFormer's Fig. 2 always take 10): `4·jobs`, from 4 up to 10 (8 at two jobs, 10 from three on).
 ///
 /// Every part runs `plan.jobs` at once, and the time saved goes to more seeds, with a
 /// margin: 10 seeds took 187 s with two jobs on the 2-core development VM, so 8 keeps
@@ -364,7 +411,56 @@ pub(super) fn all_training_runs(config: &DemoConfig) -> Vec<(String, TrainConfig
                 config.grid_train_config(cell, s),
             )
         });
-    b.chain(c).chain(grid).collect()
+    let sizes = config
+        .proxy_grid
+        .runs(&config.proxies)
+        .into_iter()
+        .map(|run| {
+            let (size, v, lr, s) = run;
+            (
+                crate::experiments::proxy_grid::run_name(size, v, lr, s),
+                config.proxy_grid.train_config(&config.proxies, run),
+            )
+        });
+    let divergence = config.divergence_runs().into_iter().map(|(p, lr, s)| {
+        (
+            divergence_run_name(p, lr, s),
+            config.divergence_config(p, lr, s),
+        )
+    });
+    b.chain(c)
+        .chain(grid)
+        .chain(sizes)
+        .chain(divergence)
+        .collect()
+}
+
+/// The run directory name of one divergence-grid run.
+pub(super) fn divergence_run_name(p: Placement, lr: f64, s: u64) -> String {
+    format!("{}-w0-lr{lr:e}-s{s}", label(p, NormKind::Layer))
+}
+
+impl DemoConfig {
+    /// The pairs of the divergence count: Pre-LN and Peri-LN, both with LayerNorm.
+    pub const DIVERGENCE_PLACEMENTS: [Placement; 2] = [Placement::Pre, Placement::Peri];
+
+    /// The divergence grid's own runs (B's LR is B's): (placement, LR, seed).
+    pub fn divergence_runs(&self) -> Vec<(Placement, f64, u64)> {
+        Self::DIVERGENCE_PLACEMENTS
+            .into_iter()
+            .flat_map(|p| {
+                self.divergence_learning_rates
+                    .iter()
+                    .flat_map(move |&lr| self.seeds.iter().map(move |&s| (p, lr, s)))
+            })
+            .collect()
+    }
+
+    /// One divergence-grid run: B's run of the pair without warm-up, at `lr`.
+    pub fn divergence_config(&self, p: Placement, lr: f64, seed: u64) -> TrainConfig {
+        self.train_config(p, NormKind::Layer, 0, seed)
+            .with_learning_rate(lr)
+    }
 }
 
 /// The run directory name of one experiment-B run.

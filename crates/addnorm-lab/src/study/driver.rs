@@ -4,8 +4,9 @@
 //!
 //! ```text
 //! parts     probe.json, figure_3.json, figure_3_paper_width.json,
-//!           figure_3_extension.json, lemma_2.json, model_update.json, sgd_update.json
-//!           (super::parts); runs/<name>/ (B, C and the Fig. 2 grid, summary.json each)
+//!           figure_3_extension.json, figure_3_resi_dual.json, lemma_2.json,
+//!           early_gradients.json, model_update.json, sgd_update.json (super::parts);
+//!           runs/<name>/ (B, C, the Fig. 2 grid and the `--full` grids, summary.json each)
 //! outcome   computed parts; the report if all were finished; the parts others hold
 //! ```
 //!
@@ -19,13 +20,14 @@ use addnorm::NormAutodiffBackend;
 use addnorm::backend::Kind;
 
 use super::claims::evaluate_claims;
-use super::config::{DemoConfig, all_training_runs, run_name, training_runs};
+use super::config::{DemoConfig, all_training_runs, divergence_run_name, run_name, training_runs};
 use super::parts::Part;
 use super::record::DemoReport;
 use crate::error::{LabError, read_json, write_json};
 use crate::experiments::norm_kind::NormKind;
 use crate::experiments::probe::ProbeReport;
 use crate::experiments::proxies::ProxyRun;
+use crate::experiments::proxy_grid::ProxyGridRun;
 use crate::experiments::sweep::{SweepRun, summarize};
 use crate::experiments::train::TrainConfig;
 use crate::experiments::warmup_grid::WarmupGridRun;
@@ -186,6 +188,33 @@ fn finished_grid(config: &DemoConfig, out: &Path) -> Result<Vec<WarmupGridRun>, 
         .collect()
 }
 
+/// C's grid summaries, in run order; every run must be finished.
+fn finished_proxy_grid(config: &DemoConfig, out: &Path) -> Result<Vec<ProxyGridRun>, LabError> {
+    let (grid, c) = (&config.proxy_grid, &config.proxies);
+    grid.runs(c)
+        .into_iter()
+        .map(|run| {
+            let (size, variant, lr, seed) = run;
+            let name = crate::experiments::proxy_grid::run_name(size, variant, lr, seed);
+            let tc = grid.train_config(c, run);
+            let run = finished_run(out, &name, &tc, NormKind::Layer)?;
+            Ok(ProxyGridRun { size, variant, run })
+        })
+        .collect()
+}
+
+/// The divergence grid's summaries, in run order; every run must be finished.
+fn finished_divergence(config: &DemoConfig, out: &Path) -> Result<Vec<SweepRun>, LabError> {
+    config
+        .divergence_runs()
+        .into_iter()
+        .map(|(p, lr, s)| {
+            let tc = config.divergence_config(p, lr, s);
+            finished_run(out, &divergence_run_name(p, lr, s), &tc, NormKind::Layer)
+        })
+        .collect()
+}
+
 /// Reads every part and run of a finished demo in `out` into its report.
 fn read_report(config: &DemoConfig, out: &Path, wall_seconds: f64) -> Result<DemoReport, LabError> {
     let probe: ProbeReport = read_json(&Part::Probe.path(out))?;
@@ -197,9 +226,13 @@ fn read_report(config: &DemoConfig, out: &Path, wall_seconds: f64) -> Result<Dem
         figure_3: read_json(&Part::Figure3.path(out))?,
         figure_3_paper_width: read_json(&Part::Figure3PaperWidth.path(out))?,
         figure_3_extension: read_json(&Part::Figure3Extension.path(out))?,
+        figure_3_resi_dual: read_json(&Part::Figure3ResiDual.path(out))?,
         lemma_2: read_json(&Part::Lemma2.path(out))?,
+        early_gradients: read_json(&Part::EarlyGradients.path(out))?,
         warmup_grid: finished_grid(config, out)?,
         proxies: finished_proxies(config, out)?,
+        proxy_grid: finished_proxy_grid(config, out)?,
+        divergence_grid: finished_divergence(config, out)?,
         model_update: read_json(&Part::ModelUpdate.path(out))?,
         sgd_update: read_json(&Part::SgdUpdate.path(out))?,
         claims: vec![],

@@ -11,7 +11,7 @@ use std::fmt::Write as _;
 use addnorm::nn::Placement;
 
 use super::claim::{claims_table, headline};
-use super::claims::NOT_RUN;
+use super::claims::not_run;
 use super::config::label;
 use super::measures::success_rate;
 use super::record::DemoReport;
@@ -30,7 +30,7 @@ pub fn markdown(report: &DemoReport) -> String {
     let _ = writeln!(
         s,
         "Backend `{}`, profile `{:?}`, {:.0} s. Task: reverse, n = {}, {} symbols. Seeds {:?} \
-         (Fig. 3 and Lemma 2: 10). Intervals are 95%: exact (Clopper–Pearson) for success rates, seed-bootstrap percentile \
+         (Fig. 3, Lemma 2 and NormFormer's Fig. 2: 10). Intervals are 95%: exact (Clopper–Pearson) for success rates, seed-bootstrap percentile \
          intervals otherwise.\n",
         c.backend().name(),
         c.profile,
@@ -50,8 +50,8 @@ pub fn markdown(report: &DemoReport) -> String {
     );
     let _ = writeln!(
         s,
-        "### Registered, not run yet\n\n{}\n",
-        NOT_RUN
+        "### Registered, not run by this profile\n\n{}\n",
+        not_run(c)
             .iter()
             .map(|(id, needs)| format!("- `{id}`: needs {needs}."))
             .collect::<Vec<_>>()
@@ -137,6 +137,7 @@ pub fn markdown(report: &DemoReport) -> String {
          ![Peri-LN](peri_ln.png)\n"
     );
     s.push_str(&proxies_section(report));
+    s.push_str(&proxy_grid_section(report));
     s.push_str(&model_update_section(report));
     s
 }
@@ -204,6 +205,56 @@ fn proxies_section(report: &DemoReport) -> String {
     s.push_str(
         "\n![LR sensitivity](lr_sensitivity.png)\n\n![attention logits](attention_logits.png)\n\n",
     );
+    s
+}
+
+/// C's grids (`--full`): ℓ(η) and S per (size, variant); empty when the grid did not run.
+fn proxy_grid_section(report: &DemoReport) -> String {
+    let g = &report.config.proxy_grid;
+    if report.proxy_grid.is_empty() {
+        return String::new();
+    }
+    let c = &report.config.proxies;
+    let lrs: String = c
+        .learning_rates
+        .iter()
+        .map(|lr| format!(" {lr:e} |"))
+        .collect();
+    let mut s = format!(
+        "### C's grids: model size, weight decay, z-loss (Wortsman Figs. 1, 3, 5, 6)\n\n\
+         Every grid run trains {} steps, C's other settings kept; sizes scale d, L and heads \
+         at a head size of 16 (d_ff = 4d). Capped final validation loss ℓ(η), mean over {} \
+         seeds, and S against each row's own ℓ* (the coupled-decay row's S is over its eight \
+         LRs; its claim takes the better of the two seven-LR windows).\n\n| size | variant |{lrs} S |\n|---|---|{}---|\n",
+        g.steps,
+        c.seeds.len(),
+        "---|".repeat(c.learning_rates.len())
+    );
+    for &size in &g.sizes {
+        for (variant, row_lrs) in g.variants(c, size) {
+            let t = super::wortsman_grid::table(report, size, variant, &row_lrs);
+            let curve = t.curve(&t.all_seeds());
+            // Columns by C's grid; an extra LR below it (coupled decay) is left out here.
+            let cells: String = c
+                .learning_rates
+                .iter()
+                .map(|lr| {
+                    row_lrs
+                        .iter()
+                        .position(|x| x == lr)
+                        .map_or(" |".to_string(), |i| format!(" {:.3} |", curve[i]))
+                })
+                .collect();
+            let score = crate::stats::sensitivity::sensitivity(&t, &t.all_seeds());
+            let _ = writeln!(
+                s,
+                "| {} | {} |{cells} {score:.3} |",
+                size.name(),
+                variant.name()
+            );
+        }
+    }
+    s.push_str("\n![LR sensitivity by size](lr_sensitivity_by_size.png)\n\n");
     s
 }
 

@@ -3,6 +3,7 @@
 //!
 //! ```text
 //! profile_l   GM over seeds of pick(run)[l]        GM(v) = exp(mean(ln vᵢ)), vᵢ > 0
+//! trend       Spearman ρ(l, ln profile_l)          spread  max_l profile_l / min_l profile_l
 //! success     no divergence and ≥ 99% exact accuracy at the end
 //! rate        k successes of n runs, with the exact (Clopper–Pearson) 95% interval
 //! ```
@@ -17,7 +18,7 @@ use crate::experiments::probe::ProbeResult;
 use crate::experiments::sweep::SweepRun;
 use crate::stats::binomial::clopper_pearson;
 use crate::stats::fit::geometric_mean;
-use crate::stats::sample::Estimate;
+use crate::stats::sample::{Estimate, spearman};
 
 /// The second feed-forward weight's gradient norms of a run.
 pub fn w2(r: &ProbeResult) -> &Vec<f64> {
@@ -45,6 +46,19 @@ pub fn per_layer_gm<R>(runs: &[&R], pick: fn(&R) -> &Vec<f64>) -> Vec<f64> {
     (0..len)
         .map(|l| geometric_mean(runs.iter().map(|r| pick(r)[l])))
         .collect()
+}
+
+/// Spearman ρ between the layer index and the log profile.
+pub fn trend(profile: &[f64]) -> f64 {
+    let layers: Vec<f64> = (1..=profile.len()).map(|l| l as f64).collect();
+    let logs: Vec<f64> = profile.iter().map(|g| g.ln()).collect();
+    spearman(&layers, &logs)
+}
+
+/// max / min of the profile over every layer.
+pub fn spread(profile: &[f64]) -> f64 {
+    let largest = profile.iter().copied().fold(0.0, f64::max);
+    largest / profile.iter().copied().fold(f64::INFINITY, f64::min)
 }
 
 /// Whether a run succeeded: no divergence and ≥ 99% exact accuracy at the end.

@@ -27,7 +27,7 @@ pub fn draw_plots(report: &DemoReport, out: &Path) -> Result<(), LabError> {
 
 /// Every plot of `report`, in the order the report shows them.
 pub fn figures(report: &DemoReport) -> Vec<Figure> {
-    vec![
+    let mut figures = vec![
         gradient_per_layer(report),
         last_layer_vs_depth(report),
         loss_curves(report),
@@ -39,7 +39,9 @@ pub fn figures(report: &DemoReport) -> Vec<Figure> {
         super::plots_study::lr_sensitivity(report),
         super::plots_study::attention_logits(report),
         super::plots_study::model_update(report),
-    ]
+    ];
+    figures.extend(super::plots_grid::lr_sensitivity_by_size(report));
+    figures
 }
 
 /// The probed (placement, norm) pairs that have a norm.

@@ -7,10 +7,12 @@ use serde::{Deserialize, Serialize};
 
 use super::claim::Claim;
 use super::config::DemoConfig;
+use crate::experiments::early_gradients::EarlyGradientRun;
 use crate::experiments::expected_gradient::ExpectedGradientRun;
 use crate::experiments::model_update::ModelUpdateRun;
 use crate::experiments::probe::ProbeReport;
 use crate::experiments::proxies::ProxyRun;
+use crate::experiments::proxy_grid::ProxyGridRun;
 use crate::experiments::sgd_update::SgdUpdateRun;
 use crate::experiments::sweep::SweepRun;
 use crate::experiments::warmup_grid::WarmupGridRun;
@@ -31,14 +33,28 @@ pub struct DemoReport {
     pub figure_3_paper_width: Vec<ExpectedGradientRun>,
     /// The same at L = 12, 24, 48.
     pub figure_3_extension: Vec<ExpectedGradientRun>,
+    /// The same for ResiDual and Post-LN at L = 48 (absent from reports written before it
+    /// existed).
+    #[serde(default)]
+    pub figure_3_resi_dual: Vec<ExpectedGradientRun>,
     /// Lemma 2's probe in its own setting.
     pub lemma_2: ProbeReport,
+    /// NormFormer's Fig. 2 profiles (absent from reports written before it existed).
+    #[serde(default)]
+    pub early_gradients: Vec<EarlyGradientRun>,
     /// Fig. 2's warm-up × LR grid and App. H's fixed LR (Post-LN; absent from reports
     /// written before it existed).
     #[serde(default)]
     pub warmup_grid: Vec<WarmupGridRun>,
     /// Experiment C's runs.
     pub proxies: Vec<ProxyRun>,
+    /// C's grids over size, decay and z-loss (empty when not run, and in reports written
+    /// before they existed).
+    #[serde(default)]
+    pub proxy_grid: Vec<ProxyGridRun>,
+    /// Pre-LN and Peri-LN without warm-up at the LRs above B's (empty when not run).
+    #[serde(default)]
+    pub divergence_grid: Vec<SweepRun>,
     /// Experiment D's runs.
     pub model_update: Vec<ModelUpdateRun>,
     /// D's models after one SGD step (absent from reports written before it existed).

@@ -10,9 +10,10 @@
 //!                  diverge and ended below its initial loss ℓ₀ (§2.2's cap); QK-layernorm's
 //!                  index minus the baseline's, seeds paired
 //! sensitivity      S_baseline − S_qk, each S against its own ℓ* (§2.2,
-//!                  crate::stats::sensitivity), seeds resampled in pairs
+//!                  crate::stats::sensitivity), seeds resampled in pairs; at the largest
+//!                  size of C's grid when it ran (as registered), else on C's runs
 //! warm-up          S_qk − S_long-warm-up, both with QK-layernorm, warm-up 5% against
-//!                  `long_warmup` of the same total steps
+//!                  `long_warmup` of the same total steps; where the sensitivity is read
 //! z-loss           drift = |log Z_T − log Z_0| per seed (validation, no weight decay):
 //!                  drift without − drift with z-loss
 //! ```
@@ -32,8 +33,8 @@ use crate::stats::sensitivity::{LossTable, sensitivities};
 
 /// The note on an LR-sensitivity claim that does not reproduce: nothing here measures why.
 const ONE_SIZE: &str = "Unexplained: no measurement here accounts for it. The paper's \
-                        Fig. 1 shows the gap growing with model size; this demo runs one toy \
-                        size, and the size grid is not run yet.";
+                        Fig. 1 shows the gap growing with model size; this profile runs one \
+                        toy size (`--full` runs the size grid).";
 
 /// The runs of `variant` at `lr`, in seed order.
 fn runs_of(report: &DemoReport, variant: ProxyVariant, lr: f64) -> Vec<&ProxyRun> {
@@ -162,6 +163,47 @@ fn table(report: &DemoReport, variant: ProxyVariant) -> LossTable {
     loss_table(&runs, &c.learning_rates, &c.seeds)
 }
 
+/// The notes (if not reproduced, caveat) of a sensitivity claim the registry reads at the
+/// grid's largest size.
+fn size_notes(report: &DemoReport) -> (String, String) {
+    if super::wortsman_grid::largest(report).is_some() {
+        (
+            "Unexplained: no measurement here accounts for it. S at every size is in the \
+             claims on Fig. 1 and the plot lr_sensitivity_by_size.png."
+                .into(),
+            "Read at the largest size of the grid, as registered.".into(),
+        )
+    } else {
+        (
+            ONE_SIZE.into(),
+            "The registry reads this claim at the largest size of Fig. 1's grid; this profile \
+             runs one size (`--full` runs the grid)."
+                .into(),
+        )
+    }
+}
+
+/// The loss tables of `a` and `b` where the registry reads their S: at the largest size of
+/// C's grid when it ran (that size, and the setting in words), else on C's own runs.
+fn registered_tables(
+    report: &DemoReport,
+    (a, b): (ProxyVariant, ProxyVariant),
+) -> (LossTable, LossTable, String) {
+    match super::wortsman_grid::largest(report) {
+        Some(size) => {
+            let lrs = &report.config.proxies.learning_rates;
+            let grid = |v| super::wortsman_grid::table(report, size, v, lrs);
+            let setting = format!(
+                "{}; read at the largest size, {}",
+                super::wortsman_grid::setting(report),
+                size.name()
+            );
+            (grid(a), grid(b), setting)
+        }
+        None => (table(report, a), table(report, b), setting(report)),
+    }
+}
+
 /// Per seed (in seed order), the grid index of the largest LR at which `variant`'s run did
 /// not diverge and ended below its initial loss ℓ₀ (−1 if none).
 fn largest_training_lr(report: &DemoReport, variant: ProxyVariant) -> Vec<f64> {
@@ -183,10 +225,8 @@ fn largest_training_lr(report: &DemoReport, variant: ProxyVariant) -> Vec<f64> {
 
 /// QK-layernorm moves the largest stable LR up, and lowers the LR sensitivity.
 fn stability(report: &DemoReport) -> [Measurement; 2] {
-    let (base, qk) = (
-        table(report, ProxyVariant::Baseline),
-        table(report, ProxyVariant::QkLayernorm),
-    );
+    let (base, qk, sensitivity_setting) =
+        registered_tables(report, (ProxyVariant::Baseline, ProxyVariant::QkLayernorm));
     let seeds = base.all_seeds();
     let lrs = &report.config.proxies.learning_rates;
     let (base_index, qk_index) = (
@@ -234,7 +274,7 @@ fn stability(report: &DemoReport) -> [Measurement; 2] {
             statement: "QK-layernorm lowers the LR sensitivity over the grid (each S against \
                         its own best LR, §2.2; S without − S with)"
                 .into(),
-            setting: setting(report),
+            setting: sensitivity_setting,
             measured: format!(
                 "S = {:.3} without, {:.3} with; difference {}",
                 all[0],
@@ -242,10 +282,8 @@ fn stability(report: &DemoReport) -> [Measurement; 2] {
                 difference.show(3)
             ),
             estimate: Some(difference),
-            if_not: ONE_SIZE.into(),
-            caveat: "The registry reads this claim at the largest size of Fig. 1's grid; the \
-                     demo runs one size."
-                .into(),
+            if_not: size_notes(report).0,
+            caveat: size_notes(report).1,
         },
     ]
 }
@@ -257,9 +295,9 @@ fn warm_up_sensitivity(report: &DemoReport) -> Option<Measurement> {
     if c.long_warmup <= 0.0 {
         return None;
     }
-    let (short, long) = (
-        table(report, ProxyVariant::QkLayernorm),
-        table(report, ProxyVariant::LongWarmup),
+    let (short, long, where_read) = registered_tables(
+        report,
+        (ProxyVariant::QkLayernorm, ProxyVariant::LongWarmup),
     );
     let seeds = short.all_seeds();
     let difference = bootstrap(&seeds, 43, |s| {
@@ -275,7 +313,7 @@ fn warm_up_sensitivity(report: &DemoReport) -> Option<Measurement> {
             .into(),
         setting: format!(
             "{}, QK-layernorm, warm-up {:.0}% against {:.0}% of the steps",
-            setting(report),
+            where_read,
             100.0 * crate::experiments::proxies::ProxyConfig::WARMUP,
             100.0 * c.long_warmup
         ),
@@ -286,7 +324,7 @@ fn warm_up_sensitivity(report: &DemoReport) -> Option<Measurement> {
             difference.show(3)
         ),
         estimate: Some(difference),
-        if_not: ONE_SIZE.into(),
+        if_not: size_notes(report).0,
         caveat: "The paper reports the effect as clearest for its larger models (those not \
                  stable at LR 3e-1 without a long warm-up); its warm-up lengths are in Fig. 5, \
                  which could not be read here, so the 25% is ours."

@@ -23,14 +23,14 @@
 use addnorm::nn::Placement;
 
 use super::claim::Measurement;
-use super::measures::{per_layer_gm, rate, show_rate, success_rate};
+use super::measures::{per_layer_gm, rate, show_rate, spread, success_rate, trend};
 use super::record::DemoReport;
 use crate::experiments::expected_gradient::{ExpectedGradientConfig, ExpectedGradientRun};
 use crate::experiments::norm_kind::NormKind;
 use crate::experiments::probe::ProbeResult;
 use crate::stats::fit::geometric_mean;
 use crate::stats::fit::log_log_slope;
-use crate::stats::sample::{Estimate, bootstrap, mean, spearman};
+use crate::stats::sample::{Estimate, bootstrap, mean};
 
 /// The note on a claim in the paper's own statistic that does not reproduce.
 const UNEXPLAINED_SETTING: &str = "Unexplained: no run here measures why. The theorem's block \
@@ -104,19 +104,6 @@ fn theorem_1(report: &DemoReport) -> [Measurement; 2] {
             caveat: String::new(),
         },
     ]
-}
-
-/// Spearman ρ between the layer index and the log profile.
-fn trend(profile: &[f64]) -> f64 {
-    let layers: Vec<f64> = (1..=profile.len()).map(|l| l as f64).collect();
-    let logs: Vec<f64> = profile.iter().map(|g| g.ln()).collect();
-    spearman(&layers, &logs)
-}
-
-/// max / min of the profile over every layer.
-fn spread(profile: &[f64]) -> f64 {
-    let largest = profile.iter().copied().fold(0.0, f64::max);
-    largest / profile.iter().copied().fold(f64::INFINITY, f64::min)
 }
 
 /// Picks one weight's per-layer norms from a run.

@@ -10,9 +10,10 @@ use std::path::Path;
 
 use addnorm::backend::ndarray::{AutodiffBackend as B, device};
 use addnorm_lab::experiments::model::ModelConfig;
+use addnorm_lab::experiments::proxy_grid::{self, ProxySize};
 use addnorm_lab::experiments::task::{Task, TaskKind};
 use addnorm_lab::runner::jobs::JobPlan;
-use addnorm_lab::study::claims::NOT_RUN;
+use addnorm_lab::study::claims::not_run;
 use addnorm_lab::study::registry::Registry;
 use addnorm_lab::study::verdict::Verdict;
 use addnorm_lab::study::{DemoConfig, DemoOptions, DemoOutcome, DemoReport, demo_with};
@@ -37,6 +38,8 @@ pub(super) fn tiny_demo() -> DemoConfig {
     config.warmups = vec![0];
     config.warmup_grid.warmups = vec![0, 2, 8];
     config.steps = 20;
+    config.early_gradients.steps = 4;
+    config.early_gradients.seeds = vec![0, 1, 2];
     let tiny = |c: &mut addnorm_lab::experiments::expected_gradient::ExpectedGradientConfig,
                 depth| {
         c.task = config.probe.task;
@@ -48,6 +51,7 @@ pub(super) fn tiny_demo() -> DemoConfig {
     tiny(&mut config.figure_3, 2);
     tiny(&mut config.figure_3_paper_width, 2);
     tiny(&mut config.figure_3_extension, 3);
+    tiny(&mut config.figure_3_resi_dual, 3);
     // The registered extension depths, so that every registered Fig. 3 claim is emitted.
     config.figure_3_extension.depths = vec![12, 24, 48];
     let l2 = &mut config.lemma_2;
@@ -59,6 +63,11 @@ pub(super) fn tiny_demo() -> DemoConfig {
     (c.task, c.model.stack) = (Task::new(TaskKind::Markov, 3, 5), c_stack.with_d_ff(64));
     (c.learning_rates, c.z_loss_learning_rate) = (vec![1e-3, 1e-1], 1e-1);
     (c.steps, c.batch_size) = (8, 4);
+    // The `--full` grids, shrunk: C's size (16, 1, 2) and one below it, and one LR above
+    // B's, so that every registered grid claim is emitted too.
+    config.proxy_grid.sizes = vec![ProxySize::new(8, 1, 1), ProxySize::new(16, 1, 2)];
+    config.proxy_grid.steps = 6;
+    config.divergence_learning_rates = vec![1e-1];
     let d = &mut config.model_update;
     (d.task, d.depths, d.steps, d.batch_size) = (config.probe.task, vec![1, 2], 3, 4);
     d.model = narrow(&d.model, 32);
@@ -86,9 +95,13 @@ fn results(report: &DemoReport) -> Vec<serde_json::Value> {
         json(&report.figure_3),
         json(&report.figure_3_paper_width),
         json(&report.figure_3_extension),
+        json(&report.figure_3_resi_dual),
         json(&report.lemma_2),
+        json(&report.early_gradients),
         json(&report.warmup_grid),
         json(&report.proxies),
+        json(&report.proxy_grid),
+        json(&report.divergence_grid),
         json(&report.model_update),
         json(&report.sgd_update),
         json(&report.claims),
@@ -139,7 +152,7 @@ fn two_demo_workers_on_one_directory_compute_each_part_once_and_match_one_worker
     assert_eq!(claims, 0, "every claim is released");
 }
 
-/// Every part of the tiny demo, as `computed` names them: the seven JSON parts, one run
+/// Every part of the tiny demo, as `computed` names them: the nine JSON parts, one run
 /// of B per training pair and seed (warm-up 0), C's runs, and the Fig. 2 grid's runs that
 /// B does not already train (Post-LN at warm-up 0 and LR 1e-2 is B's).
 fn part_names(config: &DemoConfig) -> Vec<String> {
@@ -148,7 +161,9 @@ fn part_names(config: &DemoConfig) -> Vec<String> {
         "figure-3",
         "figure-3-paper-width",
         "figure-3-extension",
+        "figure-3-resi-dual",
         "lemma-2",
+        "early-gradients",
         "model-update",
         "sgd-update",
     ]
@@ -177,6 +192,14 @@ fn part_names(config: &DemoConfig) -> Vec<String> {
             variant, lr, seed,
         ));
     }
+    for (size, variant, lr, seed) in config.proxy_grid.runs(&config.proxies) {
+        names.push(proxy_grid::run_name(size, variant, lr, seed));
+    }
+    for p in ["pre", "peri"] {
+        for s in &config.seeds {
+            names.push(format!("{p}-layer-w0-lr1e-1-s{s}"));
+        }
+    }
     names
 }
 
@@ -186,7 +209,10 @@ fn claims_match_the_registry(report: &DemoReport) {
     let registry = Registry::embedded();
     let emitted: BTreeSet<&str> = report.claims.iter().map(|c| c.id.as_str()).collect();
     assert_eq!(emitted.len(), report.claims.len(), "an id is emitted twice");
-    let not_run: BTreeSet<&str> = NOT_RUN.iter().map(|(id, _)| *id).collect();
+    let not_run: BTreeSet<&str> = not_run(&report.config)
+        .into_iter()
+        .map(|(id, _)| id)
+        .collect();
     let registered: BTreeSet<&str> = registry.claim.iter().map(|c| c.id.as_str()).collect();
     assert!(
         emitted.is_disjoint(&not_run),
@@ -196,7 +222,7 @@ fn claims_match_the_registry(report: &DemoReport) {
     let covered: BTreeSet<&str> = emitted.union(&not_run).copied().collect();
     assert_eq!(
         covered, registered,
-        "emitted ∪ NOT_RUN must be the registry"
+        "emitted ∪ not_run must be the registry"
     );
     for c in &report.claims {
         let entry = registry.get(&c.id).unwrap();

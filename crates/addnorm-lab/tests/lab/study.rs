@@ -3,7 +3,9 @@
 
 use addnorm::backend::ndarray::{AutodiffBackend as B, device};
 use addnorm::nn::{Norm, Placement, TransformerStack, TransformerStackConfig};
-use addnorm_lab::experiments::expected_gradient::{ExpectedGradientConfig, expected_gradient_one};
+use addnorm_lab::experiments::expected_gradient::{
+    ExpectedGradientConfig, expected_gradient_one, summed_ffn_gradients, track_ffn_weights_only,
+};
 use addnorm_lab::experiments::model::ModelConfig;
 use addnorm_lab::experiments::model_update::{ModelUpdateConfig, model_update_one};
 use addnorm_lab::experiments::norm_kind::NormKind;
@@ -50,6 +52,32 @@ fn union(task: &Task, seed: u64, batches: usize, size: usize) -> Batch {
         mask: parts.iter().flat_map(|b| b.mask.clone()).collect(),
         batch_size: batches * size,
         seq_len: parts[0].seq_len,
+    }
+}
+
+/// Leaving every other parameter out of autodiff changes no bit of the FFN weights'
+/// gradients (it only skips work): the expected-gradient measurement relies on it.
+#[test]
+fn tracking_only_the_ffn_weights_leaves_their_gradients_bit_identical() {
+    let config = fig3_config();
+    for placement in [Placement::Post, Placement::Pre] {
+        let model = addnorm_lab::experiments::train::seeded::init_model::<B>(
+            &config.cell_model(placement, 2),
+            3,
+            &device(),
+        );
+        let task = (3, 0, 2, 4);
+        let all = summed_ffn_gradients(&model, &config.task, task, &device());
+        let frozen = summed_ffn_gradients(
+            &track_ffn_weights_only(model),
+            &config.task,
+            task,
+            &device(),
+        );
+        assert_eq!(all.len(), frozen.len());
+        for (a, b) in all.into_iter().zip(frozen) {
+            assert_eq!(a.into_data(), b.into_data(), "{placement}");
+        }
     }
 }
 
