@@ -309,10 +309,11 @@ impl DemoConfig {
 /// The demo's default seed count for `plan` (experiments A to D; Fig. 3, at both widths
 /// and for ResiDual, Lemma 2 and NormFormer's Fig. 2 always take 10): `4·jobs`, from 4 up to 10 (8 at two jobs, 10 from three on).
 ///
-/// Every part runs `plan.jobs` at once, and the time saved goes to more seeds, with a
-/// margin: 10 seeds took 187 s with two jobs on the 2-core development VM, so 8 keeps
-/// room for a machine 1.6× slower inside the 5 minutes (`cargo bench --bench demo_time`;
-/// PERFORMANCE.md of the lab).
+/// Every part runs `plan.jobs` at once, and the time saved goes to more seeds. The count
+/// was set when 10 seeds took 187 s with two jobs on the 2-core development VM; the study
+/// has grown since, and on the 2-core Intel VM of 2026-11-26 8 seeds took 446 s and 10
+/// took 555 s, both over the 5 minutes (PERFORMANCE.md of the lab). The count is not
+/// chosen by the verdicts it gives (docs/demo/seed-counts.md).
 pub fn default_seeds(plan: JobPlan) -> usize {
     (4 * plan.jobs).clamp(4, 10)
 }
