@@ -15,13 +15,11 @@
 use addnorm::NormAutodiffBackend;
 use addnorm::nn::TransformerStack;
 use burn::config::Config;
-use burn::optim::{GradientsParams, Optimizer};
 use burn::tensor::ElementConversion;
 use serde::{Deserialize, Serialize};
 
-use crate::experiments::train::TrainConfig;
-use crate::experiments::train::gradients::{clip_global_norm, global_gradient_norm};
-use crate::experiments::train::loss::objective;
+use crate::experiments::train::run::{adamw, gradients, update};
+use crate::experiments::train::{TrainConfig, TrainOptions};
 
 /// The two models compared.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -82,7 +80,9 @@ pub struct EarlyGradientRun {
     pub w_2: Vec<f64>,
 }
 
-/// Trains `config` for `steps` steps and returns G^(l) of every layer.
+/// Trains `config` for `steps` steps, exactly as its own run would (the training loop's
+/// `gradients` and `update`), and returns G^(l) of every layer (NaN for every layer if a
+/// step's loss or gradient norm was not finite).
 pub fn early_gradient_profile<B: NormAutodiffBackend>(
     config: &TrainConfig,
     steps: usize,
@@ -90,31 +90,19 @@ pub fn early_gradient_profile<B: NormAutodiffBackend>(
 ) -> Vec<f64> {
     let mut model: TransformerStack<B> =
         super::train::seeded::init_model(&config.model.stack, config.seed, device);
-    let mut optimizer = super::train::run::adamw::<B>(config);
-    let schedule = config.schedule();
+    let mut optimizer = adamw::<B>(config);
+    let (options, schedule) = (TrainOptions::default(), config.schedule());
     let layers = model.blocks.len();
     let mut sums = vec![0.0; layers];
     for step in 0..steps {
-        let batch = config
-            .task
-            .training_batch(config.seed, step, config.batch_size);
-        let (inputs, targets, mask) = batch.to_tensors::<B>(device);
-        let loss = objective(model.forward(inputs), targets, mask, config.z_loss);
-        let value: f64 = loss.clone().into_scalar().elem();
-        if !value.is_finite() {
+        let Ok(g) = gradients(&model, config, &options, step, device) else {
             return vec![f64::NAN; layers];
-        }
-        let grads = loss.backward();
+        };
         for (sum, block) in sums.iter_mut().zip(&model.blocks) {
-            let g = block.feed_forward.outer.weight.grad(&grads);
-            *sum += g.map_or(0.0, |g| g.abs().mean().into_scalar().elem::<f64>());
+            let w = block.feed_forward.outer.weight.grad(&g.grads);
+            *sum += w.map_or(0.0, |w| w.abs().mean().into_scalar().elem::<f64>());
         }
-        let norm = global_gradient_norm(&model, &grads);
-        let mut grads = GradientsParams::from_grads(grads, &model);
-        if let Some(max_norm) = config.grad_clip {
-            grads = clip_global_norm(&model, grads, norm, max_norm);
-        }
-        model = optimizer.step(schedule.at(step), model, grads);
+        model = update(model, &mut optimizer, config, schedule.at(step), g).0;
     }
     sums.into_iter().map(|s| s / steps.max(1) as f64).collect()
 }

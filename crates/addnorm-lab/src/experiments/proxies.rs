@@ -135,6 +135,11 @@ impl ProxyConfig {
         variants
     }
 
+    /// The largest LR of the grid (NaN for an empty grid).
+    pub fn top_learning_rate(&self) -> f64 {
+        self.learning_rates.iter().copied().fold(f64::NAN, f64::max)
+    }
+
     /// Every run: (variant, LR, seed), LR grid variants first.
     pub fn runs(&self) -> Vec<(ProxyVariant, f64, u64)> {
         let grid = self.grid_variants().into_iter().flat_map(|v| {
@@ -149,7 +154,7 @@ impl ProxyConfig {
                     .iter()
                     .map(move |&s| (v, self.z_loss_learning_rate, s))
             });
-        let top = self.learning_rates.iter().copied().fold(f64::NAN, f64::max);
+        let top = self.top_learning_rate();
         let capped = (self.softcap > 0.0)
             .then(|| {
                 self.seeds

@@ -35,7 +35,7 @@ pub(super) fn claims(report: &DemoReport) -> Vec<Measurement> {
     }
     let largest = |s: &[f64]| s.iter().copied().fold(f64::NAN, f64::max) / c.softcap;
     let estimate = bootstrap(&finals, 89, largest);
-    let top = c.learning_rates.iter().copied().fold(f64::NAN, f64::max);
+    let top = c.top_learning_rate();
     vec![Measurement {
         id: "gemma2-s2-softcap-bounds-logits-at-high-lr".into(),
         statement: format!(

@@ -48,6 +48,20 @@ pub fn per_layer_gm<R>(runs: &[&R], pick: fn(&R) -> &Vec<f64>) -> Vec<f64> {
         .collect()
 }
 
+/// The runs of the seeds `sample`, in its order and with its repeats (a bootstrap
+/// resample), that `keep(run, seed)` accepts for that seed.
+pub fn runs_of_seeds<'a, R>(
+    runs: &'a [R],
+    sample: &[u64],
+    keep: impl Fn(&R, u64) -> bool,
+) -> Vec<&'a R> {
+    let keep = &keep;
+    sample
+        .iter()
+        .flat_map(|&s| runs.iter().filter(move |r| keep(r, s)))
+        .collect()
+}
+
 /// Spearman ρ between the layer index and the log profile.
 pub fn trend(profile: &[f64]) -> f64 {
     let layers: Vec<f64> = (1..=profile.len()).map(|l| l as f64).collect();

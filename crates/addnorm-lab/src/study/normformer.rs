@@ -16,20 +16,14 @@
 //! Not applicable: statistics over per-layer profiles.
 
 use super::claim::Measurement;
-use super::measures::{per_layer_gm, spread, trend};
+use super::measures::{per_layer_gm, runs_of_seeds, spread, trend};
 use super::record::DemoReport;
 use crate::experiments::early_gradients::{EarlyGradientRun, EarlyVariant};
 use crate::stats::sample::bootstrap;
 
 /// G_l of `variant` over the seeds `sample` (repeats allowed).
 fn profile(runs: &[EarlyGradientRun], variant: EarlyVariant, sample: &[u64]) -> Vec<f64> {
-    let mine: Vec<&EarlyGradientRun> = sample
-        .iter()
-        .flat_map(|&s| {
-            runs.iter()
-                .filter(move |r| r.seed == s && r.variant == variant)
-        })
-        .collect();
+    let mine = runs_of_seeds(runs, sample, |r, s| r.seed == s && r.variant == variant);
     per_layer_gm(&mine, |r| &r.w_2)
 }
 

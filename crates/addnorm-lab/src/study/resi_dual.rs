@@ -16,7 +16,7 @@
 use addnorm::nn::Placement;
 
 use super::claim::Measurement;
-use super::measures::{per_layer_gm, spread};
+use super::measures::{per_layer_gm, runs_of_seeds, spread};
 use super::record::DemoReport;
 use crate::experiments::expected_gradient::ExpectedGradientRun;
 use crate::stats::sample::bootstrap;
@@ -24,13 +24,7 @@ use crate::stats::sample::bootstrap;
 /// min over layers of the GM profile of W₁ over the runs of `placement` in `sample`'s seeds
 /// (repeats allowed), over its max.
 fn evenness(runs: &[ExpectedGradientRun], placement: Placement, sample: &[u64]) -> f64 {
-    let mine: Vec<&ExpectedGradientRun> = sample
-        .iter()
-        .flat_map(|&s| {
-            runs.iter()
-                .filter(move |r| r.seed == s && r.placement == placement)
-        })
-        .collect();
+    let mine = runs_of_seeds(runs, sample, |r, s| r.seed == s && r.placement == placement);
     1.0 / spread(&per_layer_gm(&mine, |r| &r.w_1))
 }
 

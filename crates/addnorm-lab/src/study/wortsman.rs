@@ -104,7 +104,7 @@ const LOGIT_CAVEAT: &str = "Layer 0's largest logit on the validation batch, as 
 /// keeps them lower at the top LR.
 fn logit_growth(report: &DemoReport) -> [Measurement; 2] {
     let lrs = report.config.proxies.learning_rates.clone();
-    let top = lrs.iter().copied().fold(f64::NAN, f64::max);
+    let top = report.config.proxies.top_learning_rate();
     let seeds: Vec<usize> = (0..report.config.proxies.seeds.len()).collect();
     let slope = bootstrap(&seeds, 23, |s| {
         let points: Vec<(f64, f64)> = lrs

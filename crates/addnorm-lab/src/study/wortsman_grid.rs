@@ -96,29 +96,36 @@ pub(super) fn setting(report: &DemoReport) -> String {
     )
 }
 
-/// S per size of `variant` on the seed columns `s`.
-fn s_by_size(report: &DemoReport, variant: ProxyVariant, s: &[usize]) -> Vec<f64> {
+/// The loss table of `variant` at every size, smallest first (built once; the bootstraps
+/// resample its seed columns).
+fn tables_by_size(report: &DemoReport, variant: ProxyVariant) -> Vec<LossTable> {
     sizes(report)
         .into_iter()
-        .map(|size| sensitivity(&grid_table(report, size, variant), s))
+        .map(|size| grid_table(report, size, variant))
         .collect()
+}
+
+/// log10 N of every size, smallest first.
+fn log_sizes(report: &DemoReport) -> Vec<f64> {
+    sizes(report)
+        .iter()
+        .map(|s| s.parameters().log10())
+        .collect()
+}
+
+/// S of each table on the seed columns `s`.
+fn s_of(tables: &[LossTable], s: &[usize]) -> Vec<f64> {
+    tables.iter().map(|t| sensitivity(t, s)).collect()
 }
 
 /// The slope of S against log10 N for `variant`.
 fn growth(report: &DemoReport, variant: ProxyVariant, id: &str, seed: u64) -> Measurement {
-    let log_n: Vec<f64> = sizes(report)
-        .iter()
-        .map(|s| s.parameters().log10())
-        .collect();
+    let (log_n, tables) = (log_sizes(report), tables_by_size(report, variant));
     let slope = bootstrap(&seed_indices(report), seed, |s| {
-        let points: Vec<(f64, f64)> = log_n
-            .iter()
-            .copied()
-            .zip(s_by_size(report, variant, s))
-            .collect();
+        let points: Vec<(f64, f64)> = log_n.iter().copied().zip(s_of(&tables, s)).collect();
         linear_slope(&points)
     });
-    let all = s_by_size(report, variant, &seed_indices(report));
+    let all = s_of(&tables, &seed_indices(report));
     let shown: Vec<String> = sizes(report)
         .iter()
         .zip(&all)
@@ -164,10 +171,7 @@ fn divergence_ln(t: &LossTable, i: usize) -> (f64, bool) {
 /// Per seed index, per size: [`divergence_ln`] of the baseline; and how many (seed, size)
 /// were bounds.
 fn divergence_lrs(report: &DemoReport) -> (Vec<Vec<f64>>, usize) {
-    let tables: Vec<LossTable> = sizes(report)
-        .into_iter()
-        .map(|size| grid_table(report, size, ProxyVariant::Baseline))
-        .collect();
+    let tables = tables_by_size(report, ProxyVariant::Baseline);
     let mut bounds = 0;
     let per_seed = seed_indices(report)
         .into_iter()
@@ -187,10 +191,7 @@ fn divergence_lrs(report: &DemoReport) -> (Vec<Vec<f64>>, usize) {
 
 /// Without QK-layernorm the divergence LR falls with size.
 fn divergence_falls(report: &DemoReport) -> Measurement {
-    let log_n: Vec<f64> = sizes(report)
-        .iter()
-        .map(|s| s.parameters().log10())
-        .collect();
+    let log_n = log_sizes(report);
     let (per_seed, bounds) = divergence_lrs(report);
     let slopes: Vec<f64> = per_seed
         .iter()
@@ -225,18 +226,23 @@ fn divergence_falls(report: &DemoReport) -> Measurement {
     }
 }
 
-/// S(qk) − S(qk, long warm-up) at `size` on the seed columns `s`.
-fn warm_up_gain(report: &DemoReport, size: ProxySize, s: &[usize]) -> f64 {
-    sensitivity(&grid_table(report, size, ProxyVariant::QkLayernorm), s)
-        - sensitivity(&grid_table(report, size, ProxyVariant::LongWarmup), s)
+/// The loss tables of QK-layernorm and of its long warm-up at `size`.
+fn warm_up_tables(report: &DemoReport, size: ProxySize) -> [LossTable; 2] {
+    [ProxyVariant::QkLayernorm, ProxyVariant::LongWarmup].map(|v| grid_table(report, size, v))
+}
+
+/// S(qk) − S(qk, long warm-up) of `[qk, long]` on the seed columns `s`.
+fn warm_up_gain([qk, long]: &[LossTable; 2], s: &[usize]) -> f64 {
+    sensitivity(qk, s) - sensitivity(long, s)
 }
 
 /// The long warm-up helps the largest size more than the smallest.
 fn warm_up_by_size(report: &DemoReport) -> Measurement {
     let all = sizes(report);
     let (small, large) = (all[0], all[all.len() - 1]);
+    let (at_small, at_large) = (warm_up_tables(report, small), warm_up_tables(report, large));
     let difference = bootstrap(&seed_indices(report), 59, |s| {
-        warm_up_gain(report, large, s) - warm_up_gain(report, small, s)
+        warm_up_gain(&at_large, s) - warm_up_gain(&at_small, s)
     });
     let every = seed_indices(report);
     Measurement {
@@ -253,9 +259,9 @@ fn warm_up_by_size(report: &DemoReport) -> Measurement {
         measured: format!(
             "S(short) − S(long): {} {:.3}, {} {:.3}; difference {}",
             small.name(),
-            warm_up_gain(report, small, &every),
+            warm_up_gain(&at_small, &every),
             large.name(),
-            warm_up_gain(report, large, &every),
+            warm_up_gain(&at_large, &every),
             difference.show(3)
         ),
         estimate: Some(difference),
@@ -264,30 +270,35 @@ fn warm_up_by_size(report: &DemoReport) -> Measurement {
     }
 }
 
-/// The smaller of `s` over the first and the last `width` LRs of `lrs`: S of a variant whose
-/// grid is shifted against the other's, as the paper reports S_coupled.
-fn better_window(lrs: &[f64], width: usize, s: impl Fn(&[f64]) -> f64) -> f64 {
-    s(&lrs[..width]).min(s(&lrs[lrs.len() - width..]))
+/// The first and the last `width` LRs of `lrs`: the two windows of a grid shifted against
+/// the other's. The paper reports S_coupled as the smaller S of the two.
+fn windows(lrs: &[f64], width: usize) -> [&[f64]; 2] {
+    [&lrs[..width], &lrs[lrs.len() - width..]]
 }
 
-/// S_coupled on the seed columns `s`: [`better_window`] of the coupled grid at C's width.
-fn coupled_s(report: &DemoReport, size: ProxySize, s: &[usize]) -> f64 {
+/// The coupled-decay loss tables at `size` over the coupled grid's two [`windows`] of
+/// |C's grid| LRs.
+fn coupled_windows(report: &DemoReport, size: ProxySize) -> [LossTable; 2] {
     let lrs = report
         .config
         .proxy_grid
         .coupled_learning_rates(&report.config.proxies);
     let width = report.config.proxies.learning_rates.len();
-    better_window(&lrs, width, |w| {
-        sensitivity(&table(report, size, ProxyVariant::CoupledDecay, w), s)
-    })
+    windows(&lrs, width).map(|w| table(report, size, ProxyVariant::CoupledDecay, w))
+}
+
+/// S_coupled on the seed columns `s`: the smaller S of the two windows' tables.
+fn coupled_s([first, last]: &[LossTable; 2], s: &[usize]) -> f64 {
+    sensitivity(first, s).min(sensitivity(last, s))
 }
 
 /// Independent decay lowers LR sensitivity (Fig. 6), at C's size.
 fn decay(report: &DemoReport, size: ProxySize) -> Measurement {
-    let independent =
-        |s: &[usize]| sensitivity(&grid_table(report, size, ProxyVariant::QkLayernorm), s);
+    let coupled = coupled_windows(report, size);
+    let independent_table = grid_table(report, size, ProxyVariant::QkLayernorm);
+    let independent = |s: &[usize]| sensitivity(&independent_table, s);
     let difference = bootstrap(&seed_indices(report), 61, |s| {
-        coupled_s(report, size, s) - independent(s)
+        coupled_s(&coupled, s) - independent(s)
     });
     let every = seed_indices(report);
     let c = &report.config.proxies;
@@ -306,7 +317,7 @@ fn decay(report: &DemoReport, size: ProxySize) -> Measurement {
         ),
         measured: format!(
             "S = {:.3} coupled (better window), {:.3} independent; difference {}",
-            coupled_s(report, size, &every),
+            coupled_s(&coupled, &every),
             independent(&every),
             difference.show(3)
         ),
@@ -318,12 +329,9 @@ fn decay(report: &DemoReport, size: ProxySize) -> Measurement {
 
 /// z-loss lowers LR sensitivity without weight decay (Fig. 3), at C's size.
 fn z_loss(report: &DemoReport, size: ProxySize) -> Measurement {
-    let pair = |s: &[usize]| {
-        (
-            sensitivity(&grid_table(report, size, ProxyVariant::NoDecay), s),
-            sensitivity(&grid_table(report, size, ProxyVariant::NoDecayZLoss), s),
-        )
-    };
+    let [without, with] =
+        [ProxyVariant::NoDecay, ProxyVariant::NoDecayZLoss].map(|v| grid_table(report, size, v));
+    let pair = |s: &[usize]| (sensitivity(&without, s), sensitivity(&with, s));
     let difference = bootstrap(&seed_indices(report), 67, |s| {
         let (without, with) = pair(s);
         without - with
@@ -403,12 +411,22 @@ mod tests {
     #[test]
     fn s_coupled_is_the_better_of_the_two_shifted_windows() {
         let lrs = [1e-4, 3e-4, 1e-3, 3e-3];
-        let first = better_window(&lrs, 3, |w| w[0] * 1e4);
-        assert_eq!(
-            first, 1.0,
-            "the window from 1e-4 scores 1, the one from 3e-4 scores 3"
-        );
-        let last = better_window(&lrs, 3, |w| -w[0]);
-        assert_eq!(last, -3e-4);
+        let [first, last] = windows(&lrs, 3);
+        assert_eq!(first, &[1e-4, 3e-4, 1e-3]);
+        assert_eq!(last, &[3e-4, 1e-3, 3e-3]);
+        // The first window's curve is flat (S = 0), the last one's is not (S > 0): the
+        // smaller is taken, whichever window it is.
+        let flat_first = |lr: f64, _| {
+            Some(RunLoss {
+                final_loss: if lr > 1e-3 { 2.0 } else { 1.0 },
+                initial_loss: 3.0,
+                diverged: false,
+            })
+        };
+        let tables = [first, last].map(|w| LossTable::new(w, &[0], flat_first));
+        assert_eq!(coupled_s(&tables, &[0]), 0.0);
+        let swapped = [tables[1].clone(), tables[0].clone()];
+        assert_eq!(coupled_s(&swapped, &[0]), 0.0);
+        assert!(sensitivity(&tables[1], &[0]) > 0.0);
     }
 }

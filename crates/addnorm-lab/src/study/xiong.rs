@@ -23,7 +23,7 @@
 use addnorm::nn::Placement;
 
 use super::claim::Measurement;
-use super::measures::{per_layer_gm, rate, show_rate, spread, success_rate, trend};
+use super::measures::{per_layer_gm, rate, runs_of_seeds, show_rate, spread, success_rate, trend};
 use super::record::DemoReport;
 use crate::experiments::expected_gradient::{ExpectedGradientConfig, ExpectedGradientRun};
 use crate::experiments::norm_kind::NormKind;
@@ -274,13 +274,9 @@ fn seeds_at(runs: &[ExpectedGradientRun], depth: usize) -> Vec<u64> {
 /// Post-LN's spread over Pre-LN's, one weight, on the seeds `sample` (repeats allowed).
 fn post_over_pre(runs: &[ExpectedGradientRun], depth: usize, sample: &[u64], pick: Pick) -> f64 {
     let of = |placement| {
-        let mine: Vec<&ExpectedGradientRun> = sample
-            .iter()
-            .flat_map(|&s| {
-                runs.iter()
-                    .filter(move |r| r.seed == s && r.placement == placement && r.depth == depth)
-            })
-            .collect();
+        let mine = runs_of_seeds(runs, sample, |r, s| {
+            r.seed == s && r.placement == placement && r.depth == depth
+        });
         spread(&per_layer_gm(&mine, pick))
     };
     of(Placement::Post) / of(Placement::Pre)

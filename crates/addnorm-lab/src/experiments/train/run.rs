@@ -72,20 +72,25 @@ fn evaluate<B: NormAutodiffBackend>(
     }
 }
 
-/// Step `step` at learning rate `lr`: forward, the objective (masked cross-entropy and the
-/// z-loss), backward, clipping, AdamW. Returns the updated model, or the model unchanged with the divergence.
-pub(crate) fn optimize<B, O>(
-    model: TransformerStack<B>,
-    optimizer: &mut O,
+/// One step's gradients, before the update: what [`gradients`] hands to [`update`].
+pub(crate) struct StepGradients<B: NormAutodiffBackend> {
+    loss: f64,
+    grad_norm: f64,
+    /// The loss's gradients (before clipping).
+    pub(crate) grads: <B as burn::tensor::backend::AutodiffBackend>::Gradients,
+    /// The forward's statistics, on statistics steps.
+    stats: Option<StackStats>,
+}
+
+/// The first half of step `step`: forward, the objective (masked cross-entropy and the
+/// z-loss) and backward; an error names a non-finite loss or gradient norm.
+pub(crate) fn gradients<B: NormAutodiffBackend>(
+    model: &TransformerStack<B>,
     config: &TrainConfig,
     options: &TrainOptions,
-    (step, lr): (usize, f64),
+    step: usize,
     device: &B::Device,
-) -> (TransformerStack<B>, Result<Measured, String>)
-where
-    B: NormAutodiffBackend,
-    O: Optimizer<TransformerStack<B>, B>,
-{
+) -> Result<StepGradients<B>, String> {
     if config.model.block().dropout > 0.0 {
         // Dropout draws from the backend's generator: seed it per step, so that a resumed
         // run drops the same units.
@@ -111,13 +116,39 @@ where
         loss = f64::NAN;
     }
     if !loss.is_finite() {
-        return (model, Err(format!("the training loss is {loss}")));
+        return Err(format!("the training loss is {loss}"));
     }
     let grads = loss_tensor.backward();
-    let grad_norm = global_gradient_norm(&model, &grads);
+    let grad_norm = global_gradient_norm(model, &grads);
     if !grad_norm.is_finite() {
-        return (model, Err(format!("the gradient norm is {grad_norm}")));
+        return Err(format!("the gradient norm is {grad_norm}"));
     }
+    Ok(StepGradients {
+        loss,
+        grad_norm,
+        grads,
+        stats,
+    })
+}
+
+/// The second half of a step: clipping and the optimizer's update at learning rate `lr`.
+pub(crate) fn update<B, O>(
+    model: TransformerStack<B>,
+    optimizer: &mut O,
+    config: &TrainConfig,
+    lr: f64,
+    step: StepGradients<B>,
+) -> (TransformerStack<B>, Measured)
+where
+    B: NormAutodiffBackend,
+    O: Optimizer<TransformerStack<B>, B>,
+{
+    let StepGradients {
+        loss,
+        grad_norm,
+        grads,
+        stats,
+    } = step;
     let stats = stats.map(|s| (layer_gradient_norms(&model, &grads), s));
     let mut grads = GradientsParams::from_grads(grads, &model);
     if let Some(max_norm) = config.grad_clip {
@@ -129,7 +160,30 @@ where
         grad_norm,
         stats,
     };
-    (model, Ok(measured))
+    (model, measured)
+}
+
+/// Step `step` at learning rate `lr`: [`gradients`], then [`update`]. Returns the updated
+/// model, or the model unchanged with the divergence.
+pub(crate) fn optimize<B, O>(
+    model: TransformerStack<B>,
+    optimizer: &mut O,
+    config: &TrainConfig,
+    options: &TrainOptions,
+    (step, lr): (usize, f64),
+    device: &B::Device,
+) -> (TransformerStack<B>, Result<Measured, String>)
+where
+    B: NormAutodiffBackend,
+    O: Optimizer<TransformerStack<B>, B>,
+{
+    match gradients(&model, config, options, step, device) {
+        Ok(g) => {
+            let (model, measured) = update(model, optimizer, config, lr, g);
+            (model, Ok(measured))
+        }
+        Err(reason) => (model, Err(reason)),
+    }
 }
 
 /// The progress bar of a run (hidden unless `visible`), at step `start`.
