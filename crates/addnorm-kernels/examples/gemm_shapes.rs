@@ -12,12 +12,13 @@
 //! call). With `COLD` set, 16 copies of A and B are cycled through, so the operands come
 //! from memory rather than cache. PERFORMANCE.md §6 quotes this example's figures.
 
+use addnorm_kernels::cpu::gemm::{Gemm, Strided};
 use std::time::Instant;
 
 /// `(label, m, k, n, A read transposed, B read transposed)`: the d_model 128, T = 128
 /// model's projections (2048 rows), its feed-forward, a weight gradient, an input gradient,
-/// the small model's shapes (544 rows) and one attention block.
-const CASES: [(&str, usize, usize, usize, bool, bool); 9] = [
+/// the demo model's (d 32, 544 rows) and the per-head attention products of both.
+const CASES: [(&str, usize, usize, usize, bool, bool); 24] = [
     ("fwd 2048x128 . 128x128", 2048, 128, 128, false, false),
     ("fwd 2048x128 . 128x512", 2048, 128, 512, false, false),
     ("fwd 2048x512 . 512x128", 2048, 512, 128, false, false),
@@ -37,8 +38,6 @@ const CASES: [(&str, usize, usize, usize, bool, bool); 9] = [
         false,
         true,
     ),
-    ("fwd 544x32 . 32x128", 544, 32, 128, false, false),
-    ("fwd 544x128 . 128x32", 544, 128, 32, false, false),
     (
         "fwd 1024x128 . 128x512 (half the rows)",
         1024,
@@ -47,7 +46,87 @@ const CASES: [(&str, usize, usize, usize, bool, bool); 9] = [
         false,
         false,
     ),
-    ("attn 64x32 . 32x128 (S = Q.Kt)", 64, 32, 128, false, true),
+    ("attn 128x32 . 32x128 (S = Q.Kt)", 128, 32, 128, false, true),
+    (
+        "attn 128x128 . 128x32 (O = P.V)",
+        128,
+        128,
+        32,
+        false,
+        false,
+    ),
+    ("demo fwd 544x32 . 32x32", 544, 32, 32, false, false),
+    ("demo fwd 544x32 . 32x128", 544, 32, 128, false, false),
+    ("demo fwd 544x128 . 128x32", 544, 128, 32, false, false),
+    (
+        "demo dX 544x128 . 128x32 (B = Wt)",
+        544,
+        128,
+        32,
+        false,
+        true,
+    ),
+    (
+        "demo dW 32x544 . 544x128 (A = Xt)",
+        32,
+        544,
+        128,
+        true,
+        false,
+    ),
+    (
+        "demo dW 128x544 . 544x32 (A = Xt)",
+        128,
+        544,
+        32,
+        true,
+        false,
+    ),
+    ("demo eval 4352x32 . 32x96", 4352, 32, 96, false, false),
+    ("demo eval 4352x32 . 32x128", 4352, 32, 128, false, false),
+    ("demo eval 4352x128 . 128x32", 4352, 128, 32, false, false),
+    ("small fwd 544x64 . 64x256", 544, 64, 256, false, false),
+    (
+        "small dW 64x544 . 544x256 (A = Xt)",
+        64,
+        544,
+        256,
+        true,
+        false,
+    ),
+    ("d512 fwd 272x512 . 512x1536", 272, 512, 1536, false, false),
+    (
+        "d512 dX 272x1024 . 1024x512 (B = Wt)",
+        272,
+        1024,
+        512,
+        false,
+        true,
+    ),
+    (
+        "demo attn 17x16 . 16x17 (S = Q.Kt)",
+        17,
+        16,
+        17,
+        false,
+        true,
+    ),
+    (
+        "demo attn 17x17 . 17x16 (O = P.V)",
+        17,
+        17,
+        16,
+        false,
+        false,
+    ),
+    (
+        "demo attn 17x17 . 17x16 (dV = Pt.dO)",
+        17,
+        17,
+        16,
+        true,
+        false,
+    ),
 ];
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -60,6 +139,72 @@ fn operand(len: usize, modulus: usize) -> Vec<f32> {
     (0..len).map(|i| (i % modulus) as f32 * 0.01).collect()
 }
 
+/// The two GEMMs timed: `matrixmultiply`'s packed `sgemm`, and the kernels' [`Gemm`], which
+/// runs its direct kernel where it takes the call and `sgemm` elsewhere.
+#[derive(Clone, Copy)]
+enum Path {
+    Packed,
+    Kernels,
+}
+
+/// One product `C ← A·B` by `path`.
+fn product(path: Path, [m, k, n]: [usize; 3], a: Strided<f32>, b: Strided<f32>, c: &mut [f32]) {
+    let c = Strided::rows(c.as_mut_ptr(), n);
+    // SAFETY: the views address only elements of the caller's buffers, which outlive the
+    // call; c is written by this call alone.
+    unsafe {
+        match path {
+            Path::Kernels => f32::gemm([m, k, n], 1.0, a, b, 0.0, c),
+            Path::Packed => {
+                let [(ars, acs), (brs, bcs)] = [a, b].map(|v| v.strides());
+                matrixmultiply::sgemm(
+                    m,
+                    k,
+                    n,
+                    1.0,
+                    a.ptr(),
+                    ars,
+                    acs,
+                    b.ptr(),
+                    brs,
+                    bcs,
+                    0.0,
+                    c.ptr(),
+                    n as isize,
+                    1,
+                )
+            }
+        }
+    }
+}
+
+/// The median seconds of the last 50 of 60 calls by `path`, cycling through the copies.
+fn time(path: Path, (m, k, n, a_t, b_t): (usize, usize, usize, bool, bool), copies: usize) -> f64 {
+    let mut a: Vec<Vec<f32>> = (0..copies).map(|_| operand(m * k, 97)).collect();
+    let mut b: Vec<Vec<f32>> = (0..copies).map(|_| operand(k * n, 89)).collect();
+    let mut c = vec![0f32; m * n];
+    // A stored as [m, k] row-major, or as [k, m] read transposed; B likewise.
+    let view = |buffer: &mut Vec<f32>, rows: usize, cols: usize, transposed: bool| {
+        if transposed {
+            Strided::rows(buffer.as_mut_ptr(), rows).t()
+        } else {
+            Strided::rows(buffer.as_mut_ptr(), cols)
+        }
+    };
+    let mut times = vec![];
+    for rep in 0..60 {
+        let a = view(&mut a[rep % copies], m, k, a_t);
+        let b = view(&mut b[rep % copies], k, n, b_t);
+        let start = Instant::now();
+        product(path, [m, k, n], a, b, &mut c);
+        if rep >= 10 {
+            times.push(start.elapsed().as_secs_f64());
+        }
+    }
+    std::hint::black_box(&c);
+    median(times)
+}
+
 fn main() {
     let copies = if std::env::var_os("COLD").is_some() {
         16
@@ -67,53 +212,21 @@ fn main() {
         1
     };
     println!("one thread, median of 50 calls; {copies} copies of the operands cycled");
-    println!("{:<40} {:>10} {:>9}", "shape", "median", "GFLOP/s");
+    println!(
+        "{:<40} {:>11} {:>11} {:>8} {:>9}",
+        "shape", "sgemm", "kernels", "ratio", "GFLOP/s"
+    );
     for (label, m, k, n, a_t, b_t) in CASES {
-        let a: Vec<Vec<f32>> = (0..copies).map(|_| operand(m * k, 97)).collect();
-        let b: Vec<Vec<f32>> = (0..copies).map(|_| operand(k * n, 89)).collect();
-        let mut c = vec![0f32; m * n];
-        // A stored as [m, k] row-major, or as [k, m] read transposed; B likewise.
-        let (ars, acs) = if a_t {
-            (1, m as isize)
-        } else {
-            (k as isize, 1)
-        };
-        let (brs, bcs) = if b_t {
-            (1, k as isize)
-        } else {
-            (n as isize, 1)
-        };
-        let mut times = vec![];
-        for rep in 0..60 {
-            let (a, b) = (&a[rep % copies], &b[rep % copies]);
-            let start = Instant::now();
-            // SAFETY: the strides address only elements of a, b and c, which outlive the
-            // call; c is written by this call alone.
-            unsafe {
-                matrixmultiply::sgemm(
-                    m,
-                    k,
-                    n,
-                    1.0,
-                    a.as_ptr(),
-                    ars,
-                    acs,
-                    b.as_ptr(),
-                    brs,
-                    bcs,
-                    0.0,
-                    c.as_mut_ptr(),
-                    n as isize,
-                    1,
-                );
-            }
-            if rep >= 10 {
-                times.push(start.elapsed().as_secs_f64());
-            }
-        }
-        let t = median(times);
+        let shape = (m, k, n, a_t, b_t);
+        let packed = time(Path::Packed, shape, copies);
+        let kernels = time(Path::Kernels, shape, copies);
         let flops = 2.0 * (m * k * n) as f64;
-        println!("{label:<40} {:>7.3} ms {:>9.1}", t * 1e3, flops / t / 1e9);
-        std::hint::black_box(&c);
+        println!(
+            "{label:<40} {:>8.2} µs {:>8.2} µs {:>7.2}x {:>9.1}",
+            packed * 1e6,
+            kernels * 1e6,
+            packed / kernels,
+            flops / kernels / 1e9
+        );
     }
 }

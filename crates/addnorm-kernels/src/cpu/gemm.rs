@@ -1,7 +1,17 @@
-//! Strided GEMMs on raw slices: [`Gemm`] (`matrixmultiply`'s `sgemm`/`dgemm`, already in
-//! the tree through burn-ndarray, which picks AVX2/AVX-512 kernels at run time) and the
-//! strided matrix view it takes ([`Strided`]). The fused attention and linear kernels call
-//! it on views into their inputs, so no operand is copied out first.
+//! Strided GEMMs on raw slices: [`Gemm`] and the strided matrix view it takes
+//! ([`Strided`]). The fused attention and linear kernels call it on views into their
+//! inputs, so no operand is copied out first.
+//!
+//! - `f32`: a direct AVX-512 kernel without packing (`direct`) for products whose B fits in
+//!   L2 (attention's per-head products, the projections of models up to d = 128), where
+//!   the CPU has AVX-512; `matrixmultiply`'s `sgemm` otherwise. The two give the same bits:
+//!   the direct kernel forms every element as `sgemm`'s AVX-512 kernel does (tested bit for
+//!   bit), so which one ran never shows in a result. `ADDNORM_GEMM=packed` sends every
+//!   product to `sgemm`.
+//! - `f64`: `matrixmultiply`'s `dgemm`.
+//!
+//! `matrixmultiply` is already in the tree through burn-ndarray; it picks AVX2/AVX-512
+//! kernels at run time.
 //!
 //! # Formula
 //! `C ← α·A·B + β·C`
@@ -11,7 +21,10 @@
 
 use super::real::Real;
 
-/// The element types with a strided GEMM: `f32` (`sgemm`) and `f64` (`dgemm`).
+mod direct;
+
+/// The element types with a strided GEMM: `f32` (the direct kernel or `sgemm`) and `f64`
+/// (`dgemm`).
 pub trait Gemm: Real {
     /// `C ← α·A·B + β·C` for `A: [m, k]`, `B: [k, n]`, `C: [m, n]` (see [`Strided`]).
     ///
@@ -38,7 +51,10 @@ impl Gemm for f32 {
         beta: f32,
         c: Strided<f32>,
     ) {
-        // SAFETY: forwarded from the caller.
+        // SAFETY (both): forwarded from the caller.
+        if unsafe { direct::sgemm([m, k, n], alpha, a, b, beta, c) }.is_some() {
+            return;
+        }
         unsafe {
             matrixmultiply::sgemm(
                 m,
@@ -109,7 +125,7 @@ impl<E> Copy for Strided<E> {}
 
 impl<E> Strided<E> {
     /// The row-major matrix starting at `ptr` with rows `row_stride` apart.
-    pub(crate) fn rows(ptr: *mut E, row_stride: usize) -> Self {
+    pub fn rows(ptr: *mut E, row_stride: usize) -> Self {
         Self {
             ptr,
             row_stride: row_stride as isize,
@@ -117,8 +133,18 @@ impl<E> Strided<E> {
         }
     }
 
+    /// The first element's address.
+    pub fn ptr(self) -> *mut E {
+        self.ptr
+    }
+
+    /// `(row_stride, col_stride)`, in elements.
+    pub fn strides(self) -> (isize, isize) {
+        (self.row_stride, self.col_stride)
+    }
+
     /// The transpose (the same elements).
-    pub(crate) fn t(self) -> Self {
+    pub fn t(self) -> Self {
         Self {
             ptr: self.ptr,
             row_stride: self.col_stride,

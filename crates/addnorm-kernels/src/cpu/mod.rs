@@ -6,7 +6,8 @@
 //!   CPU has picked at run time.
 //! - [`real`]: the element types (f32, f64) and the lane-wise reductions.
 //! - [`exp`], [`tanh`]: vectorizable f32 `exp` and `tanh` (the softmax, GELU, DyT).
-//! - [`gemm`]: strided GEMMs on slices (`matrixmultiply`), for attention and linear layers.
+//! - [`gemm`]: strided GEMMs on slices, for attention and linear layers: a direct AVX-512
+//!   kernel for small and thin products, `matrixmultiply` for the rest, with the same bits.
 //! - [`memory`]: output buffers on transparent huge pages.
 //! - [`parallel`]: a kernel's tasks in parallel, the calling thread taking part when it is
 //!   not a pool worker (a user's `main`).

@@ -6,8 +6,8 @@
 //!   (batch, head) (a head's dK and dV sum over all of its query blocks).
 //!
 //! The products of a query block with all the keys it sees are strided GEMMs
-//! ([`Gemm`], `matrixmultiply`, which picks AVX2/AVX-512 kernels at run time and is
-//! already in the tree through burn-ndarray); the softmax and its backward are row loops
+//! ([`Gemm`]: at these sizes its direct AVX-512 kernel, which does not pack its operands,
+//! else `matrixmultiply`, with the same bits); the softmax and its backward are row loops
 //! run under [`crate::cpu::dispatch::vectorized`] with the vectorizable
 //! [`exp`](crate::cpu::exp::exp_f32).
 //!

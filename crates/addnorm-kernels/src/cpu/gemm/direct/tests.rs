@@ -1,0 +1,220 @@
+//! The direct kernel against `matrixmultiply`'s `sgemm`, bit for bit, over the shapes,
+//! layouts and scalars the fused kernels call it with, and the edges of its tiles and
+//! chains.
+
+use super::*;
+use crate::cpu::test_values::{gradients, inputs};
+
+/// `len` irregular values of mixed signs for operand `which` (0: A, 1: B, 2: C), on
+/// scales far apart, so that roundings differ between summation orders.
+fn values(len: usize, which: u64) -> Vec<f32> {
+    match which {
+        0 => inputs(len, 0.0137, -6.9),
+        1 => gradients(len, 0.021, -10.4),
+        _ => inputs(len, 0.37, -187.0),
+    }
+}
+
+/// One layout of a `[rows, cols]` operand stored in a buffer: row-major with `pad` extra
+/// columns, or transposed (column-major) with `pad` extra rows.
+#[derive(Clone, Copy, Debug)]
+struct Layout {
+    transposed: bool,
+    pad: usize,
+}
+
+impl Layout {
+    fn len(self, rows: usize, cols: usize) -> usize {
+        if self.transposed {
+            cols * (rows + self.pad)
+        } else {
+            rows * (cols + self.pad)
+        }
+    }
+
+    fn view(self, ptr: *mut f32, rows: usize, cols: usize) -> Strided<f32> {
+        if self.transposed {
+            Strided::rows(ptr, rows + self.pad).t()
+        } else {
+            Strided::rows(ptr, cols + self.pad)
+        }
+    }
+}
+
+/// `C ← α·A·B + β·C` by the direct kernel and by `matrixmultiply`, from the same C; returns
+/// whether the direct kernel took the call, after asserting the two C buffers are equal bit
+/// for bit (padding included) when it did.
+fn compare(dims: [usize; 3], layouts: [Layout; 3], alpha: f32, beta: f32) -> bool {
+    let [m, k, n] = dims;
+    let [la, lb, lc] = layouts;
+    let mut a = values(la.len(m, k), 0);
+    let mut b = values(lb.len(k, n), 1);
+    let mut c_direct = values(lc.len(m, n), 2);
+    let mut c_reference = c_direct.clone();
+    let a_view = la.view(a.as_mut_ptr(), m, k);
+    let b_view = lb.view(b.as_mut_ptr(), k, n);
+    // SAFETY: every view addresses its own live buffer; each C is written by one call.
+    let took = unsafe {
+        let took = sgemm(
+            dims,
+            alpha,
+            a_view,
+            b_view,
+            beta,
+            lc.view(c_direct.as_mut_ptr(), m, n),
+        );
+        let c = lc.view(c_reference.as_mut_ptr(), m, n);
+        matrixmultiply::sgemm(
+            m,
+            k,
+            n,
+            alpha,
+            a_view.ptr,
+            a_view.row_stride,
+            a_view.col_stride,
+            b_view.ptr,
+            b_view.row_stride,
+            b_view.col_stride,
+            beta,
+            c.ptr,
+            c.row_stride,
+            c.col_stride,
+        );
+        took.is_some()
+    };
+    if took {
+        let differ: Vec<usize> = (0..c_direct.len())
+            .filter(|&i| c_direct[i].to_bits() != c_reference[i].to_bits())
+            .collect();
+        assert!(
+            differ.is_empty(),
+            "{dims:?} {layouts:?} α {alpha} β {beta}: {} elements differ, the first at {}",
+            differ.len(),
+            differ[0]
+        );
+    } else {
+        // Untaken calls must not have touched C.
+        assert_eq!(c_direct, values(lc.len(m, n), 2));
+    }
+    took
+}
+
+fn avx512() -> bool {
+    detected() == InstructionSet::Avx512
+}
+
+const ROW_MAJOR: Layout = Layout {
+    transposed: false,
+    pad: 0,
+};
+
+#[test]
+fn equals_matrixmultiply_bit_for_bit_over_shapes_and_layouts() {
+    let (mut taken, mut small) = (0, 0);
+    for m in [1, 2, 3, 5, 11, 12, 13, 17, 25, 64] {
+        for k in [1, 7, 16, 17, 32, 255, 256, 257, 600] {
+            for n in [1, 5, 16, 17, 31, 32, 33, 96, 128] {
+                for transposed in [[false, false], [true, false], [false, true], [true, true]] {
+                    let layouts = [
+                        Layout {
+                            transposed: transposed[0],
+                            pad: 3,
+                        },
+                        Layout {
+                            transposed: transposed[1],
+                            pad: 1,
+                        },
+                        Layout {
+                            transposed: false,
+                            pad: 2,
+                        },
+                    ];
+                    taken += usize::from(compare([m, k, n], layouts, 1.0, 0.0));
+                    small += usize::from(k * n <= LARGEST_B);
+                }
+            }
+        }
+    }
+    // The kernel takes every call up to its size limit, where it runs (all but the k = 600,
+    // n = 128 calls).
+    assert_eq!(small, 10 * 9 * 9 * 4 - 10 * 4);
+    assert_eq!(taken, if avx512() { small } else { 0 });
+}
+
+#[test]
+fn equals_matrixmultiply_for_every_scaling() {
+    // (α, β) pairs the fused kernels pass (attention's scale, dK's α = scale with β = 1),
+    // and β values that round C first; shapes with whole and partial 16 × 16 tiles, one
+    // or several chains.
+    for (alpha, beta) in [
+        (1.0, 0.0),
+        (0.25, 0.0),
+        (0.3, 0.0),
+        (1.0, 1.0),
+        (1.0, 0.7),
+        (1.0, -2.5),
+        (0.25, 1.0),
+        (0.3, 0.7),
+    ] {
+        for dims in [
+            [17, 16, 17],
+            [17, 17, 16],
+            [32, 17, 48],
+            [13, 300, 40],
+            [40, 600, 33],
+        ] {
+            for c_pad in [0, 5] {
+                let layouts = [
+                    ROW_MAJOR,
+                    ROW_MAJOR,
+                    Layout {
+                        transposed: false,
+                        pad: c_pad,
+                    },
+                ];
+                let took = compare(dims, layouts, alpha, beta);
+                assert_eq!(took, avx512(), "{dims:?} α {alpha} β {beta}");
+            }
+        }
+    }
+}
+
+#[test]
+fn leaves_strided_outputs_and_large_operands_to_matrixmultiply() {
+    // Strided C columns, empty dimensions and a large B: C untouched here.
+    let column_major = Layout {
+        transposed: true,
+        pad: 0,
+    };
+    assert!(!compare(
+        [8, 8, 8],
+        [ROW_MAJOR, ROW_MAJOR, column_major],
+        1.0,
+        0.0
+    ));
+    assert!(!compare([0, 8, 8], [ROW_MAJOR; 3], 1.0, 0.0));
+    assert!(!compare([8, 0, 8], [ROW_MAJOR; 3], 1.0, 0.0));
+    assert!(!compare([272, 512, 1536], [ROW_MAJOR; 3], 1.0, 0.0));
+}
+
+#[test]
+fn does_not_read_c_when_beta_is_zero() {
+    if !avx512() {
+        return;
+    }
+    let (mut a, mut b) = (values(6 * 5, 0), values(5 * 7, 1));
+    let mut c = vec![f32::NAN; 6 * 7];
+    // SAFETY: each view addresses its own live buffer.
+    let took = unsafe {
+        sgemm(
+            [6, 5, 7],
+            1.0,
+            Strided::rows(a.as_mut_ptr(), 5),
+            Strided::rows(b.as_mut_ptr(), 7),
+            0.0,
+            Strided::rows(c.as_mut_ptr(), 7),
+        )
+    };
+    assert!(took.is_some());
+    assert!(c.iter().all(|v| v.is_finite()));
+}
