@@ -289,6 +289,17 @@ pub struct DemoArgs {
     pub(crate) full: bool,
     #[command(flatten)]
     pub(crate) parallel: ParallelArgs,
+    /// Worker processes on --out, this one included: it starts the others (each with
+    /// --jobs runs at once), trains its own share, waits for them and writes the report.
+    /// Default on ndarray without --jobs: one per core, each training one run at a time,
+    /// since two training loops in one process wait on each other's locks (Burn's autodiff
+    /// graph is process-wide); otherwise 1.
+    #[arg(long, value_parser = parse_count)]
+    pub(crate) processes: Option<usize>,
+    /// Marks a worker started by another `addnorm demo` (`--processes`): no progress bars,
+    /// no workers of its own.
+    #[arg(long, hide = true)]
+    pub(crate) helper: bool,
     /// Seconds without a heartbeat after which another worker's claim is taken over (a
     /// claim of a dead process on this host is taken over at once).
     #[arg(long, default_value_t = 300, value_parser = parse_count)]
@@ -298,10 +309,11 @@ pub struct DemoArgs {
 /// How many runs go at once in this process.
 #[derive(Args, Debug, Clone)]
 pub struct ParallelArgs {
-    /// Runs trained at once in this process. Default: the core count on ndarray, 1 on a GPU.
+    /// Runs trained at once in this process. Default: the core count on ndarray (`demo`:
+    /// 1 in each of its worker processes, see --processes), 1 on a GPU.
     #[arg(long, value_parser = parse_count)]
     pub jobs: Option<usize>,
-    /// Rayon threads per run. Default: cores / jobs.
+    /// Rayon threads per run. Default: cores / jobs (`demo`: cores / (processes × jobs)).
     #[arg(long, value_parser = parse_count)]
     pub threads: Option<usize>,
 }
@@ -418,25 +430,78 @@ impl SweepArgs {
 }
 
 impl DemoArgs {
-    /// How this worker runs.
+    /// How this worker runs: its own `--jobs` and `--threads` (one job of `cores /
+    /// processes` threads when it is one of several processes and `--jobs` is not given).
     pub fn options(&self) -> crate::study::DemoOptions {
+        let plan = if self.processes() > 1 || self.helper {
+            let jobs = self.parallel.jobs.unwrap_or(1);
+            let share = crate::runner::jobs::cores() / (self.processes() * jobs);
+            let threads = self.parallel.threads.unwrap_or(share.max(1));
+            crate::runner::jobs::JobPlan { jobs, threads }
+        } else {
+            self.parallel.plan(self.common.backend)
+        };
         crate::study::DemoOptions {
-            progress: true,
-            plan: self.parallel.plan(self.common.backend),
+            progress: !self.helper,
+            plan,
             stale_after: std::time::Duration::from_secs(self.stale_after as u64),
         }
     }
 
-    /// Seeds of experiments A to D: `--seeds`, or [`crate::study::default_seeds`] for the
-    /// plan (10 with `--full`).
+    /// Worker processes on `--out`, this one included: `--processes`; by default one per
+    /// core on ndarray when `--jobs` is not given, else 1. A helper starts none.
+    pub fn processes(&self) -> usize {
+        if self.helper {
+            return 1;
+        }
+        let own_default = self.common.backend == Kind::Ndarray && self.parallel.jobs.is_none();
+        self.processes.unwrap_or(if own_default {
+            crate::runner::jobs::cores()
+        } else {
+            1
+        })
+    }
+
+    /// Seeds of experiments A to D: `--seeds`, or [`crate::study::default_seeds`] for all
+    /// the runs trained at once (`processes × jobs`; 10 with `--full`).
     pub fn seeds(&self) -> usize {
         self.seeds.unwrap_or_else(|| {
             if self.full {
                 10
             } else {
-                crate::study::default_seeds(self.options().plan)
+                let plan = self.options().plan;
+                let jobs = plan.jobs * self.processes();
+                crate::study::default_seeds(crate::runner::jobs::JobPlan { jobs, ..plan })
             }
         })
+    }
+
+    /// The arguments of a helper process: the same configuration (seed count resolved),
+    /// `--out`, this worker's `--jobs`, `--threads` and `--stale-after`, and `--helper`.
+    pub fn helper_args(&self) -> Vec<std::ffi::OsString> {
+        let plan = self.options().plan;
+        let mut args: Vec<std::ffi::OsString> = vec![
+            "demo".into(),
+            "--backend".into(),
+            self.backend().name().into(),
+            "--seed".into(),
+            self.seed().to_string().into(),
+            "--out".into(),
+            self.out().as_os_str().to_owned(),
+            "--seeds".into(),
+            self.seeds().to_string().into(),
+            "--jobs".into(),
+            plan.jobs.to_string().into(),
+            "--threads".into(),
+            plan.threads.to_string().into(),
+            "--stale-after".into(),
+            self.stale_after.to_string().into(),
+            "--helper".into(),
+        ];
+        if self.full {
+            args.push("--full".into());
+        }
+        args
     }
 
     /// The demo's configuration: the quick or full profile, with [`DemoArgs::seeds`].

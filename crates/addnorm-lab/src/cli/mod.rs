@@ -18,6 +18,7 @@ pub mod dispatch;
 pub mod parse;
 pub mod plan;
 pub mod print;
+pub mod processes;
 
 use std::path::Path;
 

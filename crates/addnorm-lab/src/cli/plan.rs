@@ -20,7 +20,7 @@ use crate::experiments::probe::ProbeConfig;
 use crate::experiments::sweep::{SweepConfig, sweep as run_sweep};
 use crate::experiments::train::{TrainConfig, TrainOptions};
 use crate::runner::config_diff::adopt_config;
-use crate::study::{DemoConfig, demo_with};
+use crate::study::{DemoConfig, demo_since};
 
 /// A command and the configuration it runs.
 pub enum Plan<'a> {
@@ -143,7 +143,9 @@ fn sweep(args: &SweepArgs, config: &SweepConfig) -> Result<i32, LabError> {
     Ok(0)
 }
 
-/// `addnorm demo`: runs this worker's share of `config`.
+/// `addnorm demo`: runs this worker's share of `config`, with `--processes − 1` helper
+/// processes beside it ([`super::processes`]); once they are done, a second pass writes the
+/// report if the first left it to them.
 fn demo(args: &DemoArgs, config: &DemoConfig) -> Result<i32, LabError> {
     let options = args.options();
     let out = args.out();
@@ -155,9 +157,26 @@ fn demo(args: &DemoArgs, config: &DemoConfig) -> Result<i32, LabError> {
         );
         return Ok(2);
     }
-    let outcome = with_backend!(config.backend(), |B, device| {
-        demo_with::<B>(config, out, &options, &device)
-    })?;
+    let started = std::time::Instant::now();
+    let helpers = super::processes::Helpers::spawn(args)?;
+    let pass = || {
+        with_backend!(config.backend(), |B, device| {
+            demo_since::<B>(config, out, &options, &device, started)
+        })
+    };
+    let mut outcome = pass()?;
+    if !helpers.is_empty() {
+        let failed = helpers.wait();
+        if failed > 0 {
+            eprintln!(
+                "warning: {failed} helper process(es) of this demo failed; this worker takes \
+                 over what they held"
+            );
+        }
+        if outcome.report.is_none() {
+            outcome = pass()?;
+        }
+    }
     super::print::print_demo_outcome(&outcome, out);
     Ok(0)
 }

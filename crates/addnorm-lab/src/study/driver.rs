@@ -258,7 +258,25 @@ pub fn demo_with<B>(
 where
     B: NormAutodiffBackend,
 {
-    let started = Instant::now();
+    demo_since::<B>(config, out, options, device, Instant::now())
+}
+
+/// [`demo_with`], with the report's wall time counted from `started`: a worker that waited
+/// for its helper processes (`addnorm demo --processes`) and then writes the report in a
+/// second pass reports the time since its first.
+///
+/// # Errors
+/// If `out` cannot be written.
+pub fn demo_since<B>(
+    config: &DemoConfig,
+    out: &Path,
+    options: &DemoOptions,
+    device: &B::Device,
+    started: Instant,
+) -> Result<DemoOutcome, LabError>
+where
+    B: NormAutodiffBackend,
+{
     let mut states = vec![];
     for part in Part::ALL {
         states.push(claimed_part::<B>(part, config, out, options, device)?);

@@ -85,5 +85,5 @@ mod xiong;
 pub use claim::{Claim, claims_table};
 pub use claims::evaluate_claims;
 pub use config::{DemoConfig, default_seeds};
-pub use driver::{DemoOptions, DemoOutcome, demo, demo_with};
+pub use driver::{DemoOptions, DemoOutcome, demo, demo_since, demo_with};
 pub use record::DemoReport;
