@@ -445,6 +445,7 @@ impl DemoArgs {
             progress: !self.helper,
             plan,
             stale_after: std::time::Duration::from_secs(self.stale_after as u64),
+            writes_report: !self.helper,
         }
     }
 

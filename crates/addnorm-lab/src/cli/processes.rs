@@ -1,6 +1,6 @@
 //! The worker processes of `addnorm demo --processes P`: the command starts `P − 1` copies
 //! of itself on the same `--out` (`--helper`), computes its own share, waits for them, and
-//! writes the report.
+//! writes the report (helpers never do, so two processes never write it at once).
 //!
 //! Why processes and not more jobs in one process: Burn's autodiff graph registry is one
 //! per process, and its clean-up after each backward pass takes one lock over every graph
@@ -156,6 +156,11 @@ mod tests {
             assert_eq!(helper.processes(), 1);
             assert_eq!(helper.options().plan, parent.options().plan);
             assert!(!helper.options().progress);
+            assert!(
+                !helper.options().writes_report,
+                "the first worker writes it"
+            );
+            assert!(parent.options().writes_report);
         }
     }
 }

@@ -44,15 +44,20 @@ pub struct DemoOptions {
     pub plan: JobPlan,
     /// A claim whose heartbeat is older than this is taken over.
     pub stale_after: Duration,
+    /// Write the report once every part is finished. A helper process of `addnorm demo
+    /// --processes` leaves it to the worker that started it, which waits for its helpers,
+    /// so two processes never write it at once.
+    pub writes_report: bool,
 }
 
 impl DemoOptions {
-    /// The default plan for `backend`, progress bars as `progress` says.
+    /// The default plan for `backend`, progress bars as `progress` says; writes the report.
     pub fn new(backend: Kind, progress: bool) -> Self {
         Self {
             progress,
             plan: JobPlan::new(None, None, backend),
             stale_after: Duration::from_secs(300),
+            writes_report: true,
         }
     }
 }
@@ -301,7 +306,7 @@ where
         Some(part) => part.path(out).exists(),
         None => finished(&out.join("runs").join(name), steps[name]).is_some(),
     });
-    if !held.is_empty() {
+    if !held.is_empty() || !options.writes_report {
         return Ok(DemoOutcome {
             computed,
             report: None,

@@ -1,5 +1,6 @@
 //! The demo as a shared-directory worker: two workers on one `--out` compute every part
-//! once and write the same report as one worker; `--jobs` does not change the results; a
+//! once and write the same report as one worker; a helper process's worker leaves the
+//! report to the first; `--jobs` does not change the results; a
 //! directory of another demo is refused.
 //!
 //! The demo runs a shrunken configuration here (depths 2 and 4 of width 16, 20 training
@@ -79,6 +80,7 @@ fn options(jobs: usize) -> DemoOptions {
         progress: false,
         plan: JobPlan { jobs, threads: 1 },
         stale_after: std::time::Duration::from_secs(300),
+        writes_report: true,
     }
 }
 
@@ -248,6 +250,35 @@ fn demo_results_do_not_depend_on_jobs_and_a_rerun_reuses_every_part() {
     let again = worker(&config, two.path(), 2);
     assert!(again.computed.is_empty(), "{:?}", again.computed);
     assert_eq!(results(&again.report.unwrap()), results(&r2));
+}
+
+/// A helper process's worker (`writes_report: false`) computes its share and leaves the
+/// report alone; the worker that started it then writes the report from the finished parts
+/// without computing any again, equal to a lone worker's.
+#[test]
+fn a_helper_worker_leaves_the_report_to_the_first_worker() {
+    let config = tiny_demo();
+    let dir = TempDir::new("demo-helper");
+    let helper = DemoOptions {
+        writes_report: false,
+        ..options(1)
+    };
+    let first = demo_with::<B>(&config, dir.path(), &helper, &device()).expect("the demo runs");
+    assert!(first.report.is_none() && first.held.is_empty());
+    assert_eq!(first.computed.len(), part_names(&config).len());
+    assert!(!dir.join("demo.json").exists() && !dir.join("report.md").exists());
+
+    let second = worker(&config, dir.path(), 1);
+    assert!(
+        second.computed.is_empty(),
+        "recomputed {:?}",
+        second.computed
+    );
+    let report = second.report.expect("the first worker writes the report");
+    assert!(dir.join("demo.json").exists() && dir.join("report.md").exists());
+    let alone = TempDir::new("demo-helper-alone");
+    let single = worker(&config, alone.path(), 1).report.unwrap();
+    assert_eq!(results(&report), results(&single));
 }
 
 #[test]

@@ -105,6 +105,7 @@ fn every_plot_renders_with_readable_axes_and_legends() {
             threads: 1,
         },
         stale_after: std::time::Duration::from_secs(300),
+        writes_report: true,
     };
     let outcome = demo_with::<B>(&tiny_demo(), dir.path(), &options, &device()).expect("demo");
     let report = outcome.report.expect("one worker finishes the report");
