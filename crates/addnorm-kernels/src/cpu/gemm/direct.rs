@@ -177,28 +177,32 @@ mod x86 {
     /// ([`super::takes`]), and the CPU must have avx512f.
     #[target_feature(enable = "avx512f")]
     pub(super) unsafe fn contiguous_rows(b: super::Strided<f32>, k: usize, n: usize) -> Vec<f32> {
-        let mut out = vec![0.0; k * n];
+        let mut out: Vec<f32> = Vec::with_capacity(k * n);
         let lane = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
-        let stride = _mm512_set1_epi32(b.col_stride as i32);
-        for (r, row) in out.chunks_exact_mut(n).enumerate() {
-            for (v, lanes) in row.chunks_mut(LANES).enumerate() {
-                let mask = mask(lanes.len(), 0);
-                let first = (v * LANES) as isize * b.col_stride;
-                // SAFETY: element (r, v·16 + l) for the live lanes l of the caller's view;
-                // the store writes this chunk's live lanes.
+        // Lane l of a chunk reads column v·16 + l: l·col_stride past the chunk's first.
+        let offsets = _mm512_mullo_epi32(lane, _mm512_set1_epi32(b.col_stride as i32));
+        let to = out.as_mut_ptr();
+        for r in 0..k {
+            for c0 in (0..n).step_by(LANES) {
+                let mask = mask(n - c0, 0);
+                // SAFETY: element (r, c0 + l) for the live lanes l of the caller's view; the
+                // store writes those lanes of row r inside the capacity.
                 unsafe {
-                    let base = b.ptr.offset(r as isize * b.row_stride + first);
-                    let offsets = _mm512_mullo_epi32(lane, stride);
+                    let base = b
+                        .ptr
+                        .offset(r as isize * b.row_stride + c0 as isize * b.col_stride);
                     let values = _mm512_mask_i32gather_ps::<4>(
                         _mm512_setzero_ps(),
                         mask,
                         offsets,
                         base as *const f32,
                     );
-                    _mm512_mask_storeu_ps(lanes.as_mut_ptr(), mask, values);
+                    _mm512_mask_storeu_ps(to.add(r * n + c0), mask, values);
                 }
             }
         }
+        // SAFETY: the loops wrote every one of the k·n elements (each row's chunks cover it).
+        unsafe { out.set_len(k * n) };
         out
     }
 
