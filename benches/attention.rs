@@ -11,6 +11,7 @@
 //! cargo bench --bench attention -- --case 16,4,128,32 --fused-only   # to profile one case
 //! cargo bench --bench attention -- --default-malloc --outside-pool  # see below
 //! cargo bench --bench attention --features wgpu -- --wgpu   # the CubeCL kernels
+//! cargo bench --bench attention --features cuda -- --cuda   # the same on CUDA, beside torch
 //! cargo bench --bench attention -- --softcap 50  # Gemma 2's logit soft cap: its cost
 //! ```
 //!
@@ -31,6 +32,9 @@
 //! Peak RSS is the growth of `VmHWM` over one step in a fresh child process, after the
 //! inputs exist and one warm-up step ran (`VmHWM` reset through `/proc/self/clear_refs`):
 //! what the step itself needs at its peak.
+
+#[path = "common/gpu.rs"]
+mod gpu;
 
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -265,8 +269,12 @@ fn run(args: &[String]) {
     }
     let reps = value_of(args, "--reps")
         .map_or(30, |v| v.parse().expect("--reps takes a positive integer"));
-    if args.iter().any(|a| a == "--wgpu") {
-        gpu_table(reps);
+    if args.iter().any(|a| a == "--wgpu" || a == "--cuda") {
+        gpu::on_gpu_backend!(
+            args.iter().any(|a| a == "--cuda"),
+            "attention",
+            gpu_table(reps)
+        );
         return;
     }
     if let Some(cap) = value_of(args, "--softcap") {
@@ -383,37 +391,39 @@ fn softcap_table(reps: usize, cap: &str) {
     }
 }
 
-/// `--wgpu`: fused CubeCL attention against the composite path on `Autodiff<Wgpu<f32>>`.
-#[cfg(feature = "wgpu")]
-fn gpu_table(reps: usize) {
-    type Gpu = Autodiff<burn::backend::Wgpu<f32, i32>>;
-    let device = burn::backend::wgpu::WgpuDevice::default();
-    let adapter = <burn::backend::Wgpu<f32, i32> as burn::tensor::backend::Backend>::name(&device);
+/// The GPU table on autodiff backend `B`: fused CubeCL attention against the composite path
+/// on the same device, plain and with Gemma 2's soft cap at 50, beside PyTorch on CUDA
+/// (`scaled_dot_product_attention`; eager attention for the capped rows) when it runs here.
+#[cfg_attr(not(any(feature = "wgpu", feature = "cuda")), allow(dead_code))]
+fn gpu_table<B: AutodiffBackend + AttentionBackend>(device: &Device<B>, reps: usize) {
+    let adapter = B::name(device);
+    let torch = gpu::torch_times("attention");
     println!(
-        "Causal attention, forward + backward (loss = Σ O·dO), Autodiff<Wgpu<f32>> \
-         ({adapter}), synced after each step; [batch, heads, T, d_head]; median step.\n"
+        "Causal attention, forward + backward (loss = Σ O·dO), {adapter}, synced after each \
+         step; [batch, heads, T, d_head]; median step. torch: PyTorch on CUDA \
+         (benches/torch_gpu.py attention), run first.\n"
     );
     println!(
-        "{:<18} {:>12} {:>12} {:>11}",
-        "shape", "fused", "composite", "comp/fused"
+        "{:<24} {:>12} {:>12} {:>11} {:>12} {:>12}",
+        "shape", "fused", "composite", "comp/fused", "torch", "torch/fused"
     );
-    for case in CASES {
-        let case_reps = (reps / (1 + case[2] / 128)).max(1);
-        let (fused, composite) = time_case::<Gpu>(case, case_reps, &device, false);
-        println!(
-            "{:<18} {:>9.3} ms {:>9.3} ms {:>10.2}×",
-            format!("{case:?}"),
-            fused.as_secs_f64() * 1e3,
-            composite.as_secs_f64() * 1e3,
-            composite.as_secs_f64() / fused.as_secs_f64(),
-        );
+    for cap in [None, Some(50.0)] {
+        for case in CASES {
+            let case_reps = (reps / (1 + case[2] / 128)).max(1);
+            let inputs = Inputs::<B>::new(case, device).capped(cap);
+            let (fused, composite) = time_inputs(inputs, case_reps, false);
+            let label = format!("{case:?}") + &cap.map_or(String::new(), |c| format!(" cap {c}"));
+            let torch_ms = torch.iter().find(|(l, _)| *l == label).map(|(_, t)| *t);
+            let ms = |d: Duration| d.as_secs_f64() * 1e3;
+            println!(
+                "{:<24} {:>9.3} ms {:>9.3} ms {:>10.2}× {:>12} {:>12}",
+                label,
+                ms(fused),
+                ms(composite),
+                ms(composite) / ms(fused),
+                torch_ms.map_or("-".into(), |t| format!("{t:.3} ms")),
+                torch_ms.map_or("-".into(), |t| format!("{:.2}×", t / ms(fused))),
+            );
+        }
     }
-}
-
-#[cfg(not(feature = "wgpu"))]
-fn gpu_table(_reps: usize) {
-    eprintln!(
-        "--wgpu needs the wgpu feature: cargo bench --bench attention --features wgpu -- --wgpu"
-    );
-    std::process::exit(2);
 }

@@ -39,6 +39,13 @@
 //! cargo bench --bench norm_kernels --features wgpu -- --wgpu
 //! cargo bench --bench norm_kernels --features wgpu -- --wgpu --reps 1   # a smoke run
 //! ```
+//!
+//! With `--features cuda`, `-- --cuda` runs the same GPU tables on `Autodiff<Cuda<f32>>`.
+//! Both GPU tables add the GroupNorm rows and, where `python3` has torch with CUDA, PyTorch's
+//! time for each row on the GPU (`benches/torch_gpu.py norms`).
+
+#[path = "common/gpu.rs"]
+mod gpu;
 
 use std::cell::RefCell;
 use std::hint::black_box;
@@ -340,7 +347,7 @@ fn main() {
         return;
     }
 
-    if args.iter().any(|a| a == "--wgpu") {
+    if args.iter().any(|a| a == "--wgpu" || a == "--cuda") {
         // `--reps N` caps the repetitions (a smoke run on a software driver: `--reps 1`).
         let cap = args
             .iter()
@@ -348,7 +355,11 @@ fn main() {
             .and_then(|i| args.get(i + 1))
             .and_then(|v| v.parse::<usize>().ok())
             .unwrap_or(usize::MAX);
-        gpu_table(cap);
+        gpu::on_gpu_backend!(
+            args.iter().any(|a| a == "--cuda"),
+            "norm_kernels",
+            gpu_table(cap)
+        );
         return;
     }
 
@@ -469,22 +480,38 @@ fn dynamic_tanh_table() {
     }
 }
 
-/// `--wgpu`: the same steps on `Autodiff<Wgpu<f32>>`, addnorm's CubeCL kernels against
-/// Burn's modules.
-#[cfg(feature = "wgpu")]
-fn gpu_table(max_reps: usize) {
-    type Gpu = Autodiff<burn::backend::Wgpu<f32, i32>>;
-    let device = burn::backend::wgpu::WgpuDevice::default();
-    let adapter = <burn::backend::Wgpu<f32, i32> as burn::tensor::backend::Backend>::name(&device);
+/// The GPU tables on autodiff backend `B`: LayerNorm, RMSNorm and Gemma's unit-offset
+/// RMSNorm against Burn's modules, with the step's own floor (loss only: `y = x`, the loss,
+/// its backward and the sync), then GroupNorm / InstanceNorm (fused, composite, Burn's
+/// modules), with PyTorch's CUDA time beside each row when it runs here.
+#[cfg_attr(not(any(feature = "wgpu", feature = "cuda")), allow(dead_code))]
+fn gpu_table<B: NormAutodiffBackend>(device: &B::Device, max_reps: usize) {
+    let adapter = B::name(device);
+    let torch = gpu::torch_times("norms");
+    let torch_cell = |label: &str| {
+        torch
+            .iter()
+            .find(|(l, _)| l == label)
+            .map_or("-".to_string(), |(_, ms)| format!("{ms:.3} ms"))
+    };
     println!(
-        "Autodiff<Wgpu<f32>> ({adapter}), forward + backward of y = norm(x), loss = Σ y·dy, \
-         synced after each step; GB/s counts {BYTES_PER_ELEMENT} bytes per element.\n"
+        "{adapter}, forward + backward of y = norm(x), loss = Σ y·dy, synced after each \
+         step; GB/s counts {BYTES_PER_ELEMENT} bytes per element; torch: the same step in \
+         PyTorch on CUDA (benches/torch_gpu.py), run first.\n"
     );
     println!(
-        "{:<8} {:<10} {:>12} {:>12} {:>9} {:>8}",
-        "norm", "shape", "burn::nn", "addnorm", "speed-up", "GB/s"
+        "{:<13} {:<10} {:>12} {:>12} {:>9} {:>8} {:>12} {:>12} {:>12}",
+        "norm",
+        "shape",
+        "burn::nn",
+        "addnorm",
+        "speed-up",
+        "GB/s",
+        "loss only",
+        "torch",
+        "torch floor"
     );
-    for kind in [Kind::Layer, Kind::Rms] {
+    for kind in [Kind::Layer, Kind::Rms, Kind::RmsUnitOffset] {
         for (label, lead, n) in SHAPES {
             let elements = lead.iter().product::<usize>() * n;
             let reps = repetitions(elements).min(max_reps.max(1));
@@ -492,32 +519,68 @@ fn gpu_table(max_reps: usize) {
             let burn_time = median(
                 warmup,
                 reps,
-                step_for::<Gpu>(kind, Implementation::Burn, lead, n),
+                step_for::<B>(kind, Implementation::Burn, lead, n),
             );
             let ours = median(
                 warmup,
                 reps,
-                step_for::<Gpu>(kind, Implementation::Addnorm, lead, n),
+                step_for::<B>(kind, Implementation::Addnorm, lead, n),
             );
+            let floor = median(
+                warmup,
+                reps,
+                step_for::<B>(kind, Implementation::LossOnly, lead, n),
+            );
+            let torch_label = match kind {
+                Kind::Layer => format!("Layer {label}"),
+                Kind::Rms => format!("Rms {label}"),
+                Kind::RmsUnitOffset => String::new(),
+            };
             println!(
-                "{:<8} {:<10} {:>9.3} ms {:>9.3} ms {:>8.2}× {:>8.1}",
+                "{:<13} {:<10} {:>9.3} ms {:>9.3} ms {:>8.2}× {:>8.1} {:>9.3} ms {:>12} {:>12}",
                 format!("{kind:?}"),
                 label,
                 burn_time.as_secs_f64() * 1e3,
                 ours.as_secs_f64() * 1e3,
                 burn_time.as_secs_f64() / ours.as_secs_f64(),
                 gbps(elements, ours),
+                floor.as_secs_f64() * 1e3,
+                torch_cell(&torch_label),
+                torch_cell(&format!("Loss {label}")),
             );
         }
     }
-}
-
-#[cfg(not(feature = "wgpu"))]
-fn gpu_table(_max_reps: usize) {
-    eprintln!(
-        "--wgpu needs the wgpu feature: cargo bench --bench norm_kernels --features wgpu -- --wgpu"
+    println!(
+        "\n{:<20} {:<15} {:>12} {:>12} {:>12} {:>12} {:>9}",
+        "norm", "shape", "burn::nn", "composite", "addnorm", "torch", "÷ burn"
     );
-    std::process::exit(2);
+    for (label, shape, groups) in GROUP_CASES {
+        let reps = repetitions(shape.iter().product()).min(max_reps.max(1));
+        let time = |implementation| {
+            median(
+                reps.min(3),
+                reps,
+                group_norm_step::<B>(shape, groups, implementation, device),
+            )
+            .as_secs_f64()
+                * 1e3
+        };
+        let (burn_ms, composite, ours) = (
+            time(GroupImplementation::Burn),
+            time(GroupImplementation::Composite),
+            time(GroupImplementation::Fused),
+        );
+        println!(
+            "{:<20} {:<15} {:>9.3} ms {:>9.3} ms {:>9.3} ms {:>12} {:>8.2}×",
+            label,
+            format!("{shape:?}"),
+            burn_ms,
+            composite,
+            ours,
+            torch_cell(label),
+            burn_ms / ours,
+        );
+    }
 }
 
 /// The GroupNorm table's cases: label, `[N, C, H, W]`, groups (C for InstanceNorm).
@@ -541,18 +604,19 @@ enum GroupImplementation {
 }
 
 /// One forward + backward step of a GroupNorm case.
-fn group_norm_step(
+fn group_norm_step<B: NormAutodiffBackend>(
     shape: [usize; 4],
     groups: usize,
     implementation: GroupImplementation,
+    device: &B::Device,
 ) -> impl FnMut() {
-    let device = Default::default();
-    let x = Tensor::<Ad, 4>::random(shape, Distribution::Normal(0.5, 2.0), &device);
-    let dy = Tensor::<Ad, 4>::random(shape, Distribution::Normal(0.0, 1.0), &device);
+    let device = device.clone();
+    let x = Tensor::<B, 4>::random(shape, Distribution::Normal(0.5, 2.0), &device);
+    let dy = Tensor::<B, 4>::random(shape, Distribution::Normal(0.0, 1.0), &device);
     let channels = shape[1];
-    let ours = addnorm::nn::GroupNormConfig::new(groups, channels).init::<Ad>(&device);
-    let burn_group = burn::nn::GroupNormConfig::new(groups, channels).init::<Ad>(&device);
-    let burn_instance = burn::nn::InstanceNormConfig::new(channels).init::<Ad>(&device);
+    let ours = addnorm::nn::GroupNormConfig::new(groups, channels).init::<B>(&device);
+    let burn_group = burn::nn::GroupNormConfig::new(groups, channels).init::<B>(&device);
+    let burn_instance = burn::nn::InstanceNormConfig::new(channels).init::<B>(&device);
     move || {
         let _guard = (implementation == GroupImplementation::Composite)
             .then(addnorm_kernels::composite::ForceComposite::new);
@@ -565,6 +629,7 @@ fn group_norm_step(
         };
         let grads = (y * dy.clone()).sum().backward();
         black_box(x.grad(&grads));
+        B::sync(&device).expect("device sync");
     }
 }
 
@@ -665,7 +730,13 @@ fn group_norm_table(copy: f64) {
         let elements: usize = shape.iter().product();
         let reps = repetitions(elements);
         let time = |implementation| {
-            median(2, reps, group_norm_step(shape, groups, implementation)).as_secs_f64() * 1e3
+            median(
+                2,
+                reps,
+                group_norm_step::<Ad>(shape, groups, implementation, &Default::default()),
+            )
+            .as_secs_f64()
+                * 1e3
         };
         let burn_ms = time(GroupImplementation::Burn);
         let composite = time(GroupImplementation::Composite);

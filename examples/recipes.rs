@@ -1,7 +1,8 @@
 //! The norm and residual recipes of today's open models, as addnorm configurations, each
 //! trained for a few steps in a plain Burn loop (Burn's Adam and cross-entropy, your own
-//! code's shape): Pre-LN (GPT-2), Gemma 2, OLMo 2, NormFormer, CaiT's LayerScale, ResiDual
-//! and GPT-J's parallel block; then one DiT block with adaLN-Zero.
+//! code's shape): Pre-LN (GPT-2), Gemma 2, OLMo 2, NormFormer, CaiT's LayerScale,
+//! x-transformers' GRU residual gating, ResiDual and GPT-J's parallel block; then one DiT
+//! block with adaLN-Zero.
 //!
 //! The toy task is next-token prediction on sequences that repeat their first half, so
 //! the second half can be predicted exactly by attending back. The table shows each
@@ -66,6 +67,10 @@ fn recipes() -> Vec<(&'static str, TransformerStackConfig)> {
         (
             "CaiT LayerScale (ε = 0.1)",
             base.clone().with_layer_scale(Some(0.1)),
+        ),
+        (
+            "GRU residual gate (x-transformers)",
+            base.clone().with_residual_gate(true),
         ),
         ("ResiDual", base.clone().with_placement(Placement::ResiDual)),
         (

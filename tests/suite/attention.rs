@@ -210,11 +210,13 @@ on_every_backend! {
                     pass::<B>(&inputs, device)
                 };
                 let what = inputs.describe();
-                assert_close(&format!("{what}: O"), &fused.output, &composite.output, 2e-5);
+                // The composite path's products are Burn's matmul: TF32 on CUDA.
+                let tol = |t| crate::common::matmul_tolerance::<B>(t);
+                assert_close(&format!("{what}: O"), &fused.output, &composite.output, tol(2e-5));
                 for (name, (a, e)) in ["dQ", "dK", "dV"].iter().zip(fused.grads.iter().zip(&composite.grads)) {
-                    assert_close(&format!("{what}: {name}"), a, e, 5e-5);
+                    assert_close(&format!("{what}: {name}"), a, e, tol(5e-5));
                 }
-                assert_close(&format!("{what}: max logit"), &[fused.max_logit], &[composite.max_logit], 1e-5);
+                assert_close(&format!("{what}: max logit"), &[fused.max_logit], &[composite.max_logit], tol(1e-5));
             }
         }
     }

@@ -1,7 +1,7 @@
 //! The recipes of today's open models as block and stack options, checked by their
 //! defining properties (their PyTorch parity is in `block_parity`): ResiDual's dual stream,
-//! adaLN-Zero's identity at init, NormFormer's added parameters, Gemma 2's soft caps, and
-//! the errors their configurations raise.
+//! adaLN-Zero's identity at init, NormFormer's added parameters, Gemma 2's soft caps,
+//! residual gating's limits, and the errors their configurations raise.
 
 use addnorm::nn::{
     Affine, LayerNormConfig, Norm, Placement, QkNormScope, RmsNormConfig, TransformerBlockConfig,
@@ -100,8 +100,9 @@ on_every_backend! {
     }
 
     /// OLMo 2's QK-norm over the full width: its gains have `d_model` entries, and it sees
-    /// the heads together: scaling head 0's columns of W^Q by 3 leaves a per-head QK-norm's
-    /// output unchanged (each head is normalized alone) but changes the full-width one's.
+    /// the heads together: scaling head 0's columns of W^Q by 4 leaves a per-head QK-norm's
+    /// output unchanged (each head is normalized alone) but changes the full-width one's. (A
+    /// power of two, so that the scaled products round alike, in f32 and in CUDA's TF32.)
     fn full_width_qk_norm_normalizes_the_whole_projection<B>(device) {
         for scope in [QkNormScope::PerHead, QkNormScope::FullWidth] {
             let mut block = TransformerBlockConfig::new(D, HEADS, 16)
@@ -115,7 +116,7 @@ on_every_backend! {
             assert_eq!(rms.gamma.as_ref().unwrap().dims(), [width]);
             let x = normal::<B, 3>([2, SEQ, D], device);
             let before = values(block.forward(x.clone()));
-            let head_0: Vec<f32> = (0..D).map(|c| if c < D / HEADS { 3.0 } else { 1.0 }).collect();
+            let head_0: Vec<f32> = (0..D).map(|c| if c < D / HEADS { 4.0 } else { 1.0 }).collect();
             let scale = Tensor::<B, 1>::from_floats(head_0.as_slice(), device).unsqueeze::<2>();
             let query = &mut block.attention.query;
             query.weight = Param::from_tensor((query.weight.val() * scale).detach());
@@ -126,6 +127,34 @@ on_every_backend! {
                 _ => assert!(moved > 1e-3, "full width: moved by only {moved}"),
             }
         }
+    }
+
+    /// Residual gating (a GRU cell in place of each residual sum): with its update gate held
+    /// open (its bias at 10⁶, so z = 1 in f32 whatever the weights add) each connection passes
+    /// its residual through, so a gated Pre block is the identity in value and gradient; with
+    /// the gate shut (bias −10⁶, z = 0)
+    /// the connection's output is the candidate n alone, a tanh: within [−1, 1] (f32's tanh
+    /// rounds to ±1 far out) although the residual is of order 100.
+    fn a_residual_gate_interpolates_between_the_residual_and_its_candidate<B>(device) {
+        let set_update_bias = |block: &mut addnorm::nn::TransformerBlock<B>, value: f32| {
+            for residual in [&mut block.attention_residual, &mut block.feed_forward_residual] {
+                let gate = residual.residual_gate.as_mut().expect("gated");
+                let mut bias = vec![0.0f32; 3 * D];
+                bias[D..2 * D].fill(value);
+                gate.input.bias = Some(Param::from_tensor(Tensor::from_floats(bias.as_slice(), device)));
+            }
+        };
+        let mut block = TransformerBlockConfig::new(D, HEADS, 16).with_residual_gate(true).init::<B>(device);
+        let x = normal::<B, 3>([2, SEQ, D], device).require_grad();
+        set_update_bias(&mut block, 1e6);
+        let y = block.forward(x.clone());
+        assert_close("open gate: y = x", &values(y.clone()), &values(x.clone()), 1e-5);
+        let dy = normal::<B, 3>([2, SEQ, D], device);
+        let grads = (y * dy.clone()).sum().backward();
+        assert_close("open gate: dx = dy", &values(x.grad(&grads).unwrap()), &values(dy), 1e-5);
+        set_update_bias(&mut block, -1e6);
+        let y = values(block.forward(x.clone() * 100.0));
+        assert!(y.iter().all(|v| v.abs() <= 1.0), "a shut gate lets the residual through");
     }
 
     /// Gemma 2's soft caps: the attention's largest logit stays within its cap, and the
@@ -202,6 +231,13 @@ fn recipe_configuration_errors_name_the_field() {
                 conditioned.forward(Tensor::zeros([1, SEQ, D], &device()));
             }),
             &["forward_conditioned"],
+        ),
+        (
+            Box::new(move || {
+                let parallel = block().with_placement(Placement::Parallel);
+                parallel.with_residual_gate(true).init::<B>(&device());
+            }),
+            &["residual_gate", "parallel"],
         ),
     ];
     assert_panic_messages(cases);

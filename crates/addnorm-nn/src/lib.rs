@@ -47,8 +47,8 @@ pub mod pytorch;
 pub use addnorm_kernels::{Centering, EpsilonPlacement, NormBackend, RowNormSpec, Variance};
 pub use block::{
     Activation, AdaLnZero, AdaLnZeroConfig, AddNorm, FeedForward, FeedForwardConfig, Modulation,
-    MultiHeadSelfAttention, MultiHeadSelfAttentionConfig, Placement, QkNormScope, StackStats,
-    TransformerBlock, TransformerBlockConfig, TransformerStack, TransformerStackConfig,
+    MultiHeadSelfAttention, MultiHeadSelfAttentionConfig, Placement, QkNormScope, ResidualGate,
+    StackStats, TransformerBlock, TransformerBlockConfig, TransformerStack, TransformerStackConfig,
     xavier_normal,
 };
 pub use norm::{

@@ -1,5 +1,5 @@
 //! [`GroupNormBackend`]: the backend extension through which addnorm's GroupNorm and
-//! InstanceNorm compute, built as [`RowNormBackend`](crate::RowNormBackend) is: a composite
+//! InstanceNorm compute, built as [`RowNormBackend`] is: a composite
 //! default ([`super::composite`]: addnorm's row norm and Burn's ops), a `fused_*` override
 //! per backend returning `Option` (`None` falls back to the composite), and one `Autodiff`
 //! node with the analytic backward ([`super::autodiff`]).

@@ -99,9 +99,26 @@ pub struct RecipeArgs {
     /// Soft-cap the output logits at this value (Gemma 2: 30).
     #[arg(long, value_parser = parse_positive, allow_hyphen_values = true)]
     pub(crate) final_softcap: Option<f64>,
+    /// Residual gating: a GRU cell GRU(F(x), x) in place of each residual sum
+    /// (x-transformers' gate_residual, GTrXL). Not with --placement parallel.
+    #[arg(long)]
+    pub(crate) residual_gate: bool,
 }
 
 impl RecipeArgs {
+    /// Refuses options that `placement` cannot take: residual gating has no single
+    /// residual sum to replace in a parallel block.
+    pub(crate) fn check(&self, placement: Placement) -> Result<(), String> {
+        if self.residual_gate && placement == Placement::Parallel {
+            return Err(
+                "--residual-gate replaces a residual sum x + F(x); --placement parallel sums \
+                 two branches into one residual"
+                    .into(),
+            );
+        }
+        Ok(())
+    }
+
     /// `stack` with these options.
     pub fn apply(&self, stack: TransformerStackConfig) -> TransformerStackConfig {
         let block = stack.block.clone();
@@ -113,7 +130,8 @@ impl RecipeArgs {
         TransformerStackConfig {
             block: block
                 .with_layer_scale(self.layer_scale)
-                .with_attention_logit_softcap(self.attention_softcap),
+                .with_attention_logit_softcap(self.attention_softcap)
+                .with_residual_gate(self.residual_gate),
             ..stack
         }
         .with_final_logit_softcap(self.final_softcap)

@@ -487,7 +487,8 @@ fn stderr(output: &Output) -> String {
 }
 
 /// The recipes of issue 27 from the command line: a ResiDual NormFormer model with
-/// LayerScale and both soft caps trains, and its config records each option.
+/// LayerScale, residual gating and both soft caps trains, and its config records each
+/// option; residual gating on a parallel block is refused with exit code 2.
 #[test]
 fn cli_train_takes_the_modern_recipes() {
     let dir = TempDir::new("cli-recipes");
@@ -513,6 +514,7 @@ fn cli_train_takes_the_modern_recipes() {
         "5",
         "--final-softcap",
         "10",
+        "--residual-gate",
         "--depth",
         "2",
         "--d-model",
@@ -532,6 +534,7 @@ fn cli_train_takes_the_modern_recipes() {
     let block = config.model.block();
     assert_eq!(block.placement, Placement::ResiDual);
     assert!(block.attention_output_norm && block.feed_forward_norm && block.head_scale);
+    assert!(block.residual_gate);
     assert_eq!(
         (block.layer_scale, block.attention_logit_softcap),
         (Some(0.1), Some(5.0))
@@ -542,6 +545,17 @@ fn cli_train_takes_the_modern_recipes() {
     assert_eq!((summary.steps_completed, summary.diverged), (3, None));
     let bad = addnorm(&["train", "--out", out, "--final-softcap", "0"]);
     assert_eq!(bad.status.code(), Some(2), "stderr: {}", stderr(&bad));
+    let args = [
+        "train",
+        "--out",
+        out,
+        "--placement",
+        "parallel",
+        "--residual-gate",
+    ];
+    let bad = addnorm(&args);
+    assert_eq!(bad.status.code(), Some(2), "stderr: {}", stderr(&bad));
+    assert!(stderr(&bad).contains("--residual-gate"), "{}", stderr(&bad));
 }
 
 #[test]

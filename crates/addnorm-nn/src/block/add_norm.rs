@@ -11,6 +11,12 @@
 //! entry starting at the configured value (CaiT: 0.1 up to depth 18, 1e-5 at 24, 1e-6
 //! deeper). It is ReZero's gate as a vector, on any placement.
 //!
+//! With residual gating (x-transformers' `gate_residual`; Parisotto et al. 2020, GTrXL) a
+//! GRU cell takes the place of the residual sum wherever a placement adds the branch term
+//! to the residual: `x + t → GRU(t, x)` (see [`ResidualGate`]). The sum norm of Post,
+//! DeepNorm and ResiDual then normalizes the gate's output, DeepNorm's α still scales `x`
+//! and ReZero's gate still scales `t`; ResiDual's dual stream stays a plain sum.
+//!
 //! NormFormer's post-attention norm (Shleifer et al. 2021) is an output norm on a Pre
 //! connection ([`AddNorm::with_output_norm`]). ResiDual (Xie et al. 2023) carries a second
 //! stream through [`AddNorm::forward_dual`]. adaLN-Zero (Peebles & Xie 2023) modulates the
@@ -26,6 +32,7 @@ use burn::tensor::{Tensor, backend::Backend};
 use addnorm_kernels::NormBackend;
 
 use super::placement::Placement;
+use super::residual_gate::ResidualGate;
 use crate::norm::{Norm, NormConfig};
 
 /// A residual connection with its norms (see the [module docs](self)).
@@ -43,6 +50,9 @@ pub struct AddNorm<B: Backend> {
     /// LayerScale's per-channel gain λ on the branch, `[d_model]`, when configured
     /// ([`AddNorm::with_layer_scale`]).
     pub layer_scale: Option<Param<Tensor<B, 1>>>,
+    /// The GRU cell that replaces the residual sum, when configured
+    /// ([`AddNorm::with_residual_gate`]).
+    pub residual_gate: Option<ResidualGate<B>>,
     dropout: Dropout,
     #[module(skip)]
     placement: Placement,
@@ -78,6 +88,7 @@ impl<B: Backend> AddNorm<B> {
             rezero_gate: (placement == Placement::ReZero)
                 .then(|| Initializer::Zeros.init([1], device)),
             layer_scale: None,
+            residual_gate: None,
             dropout: DropoutConfig::new(dropout).init(),
             placement,
             residual_scale: placement.residual_scale(n_layers),
@@ -95,6 +106,13 @@ impl<B: Backend> AddNorm<B> {
             "TransformerBlockConfig.layer_scale must be finite, got {init}"
         );
         self.layer_scale = Some(Initializer::Constant { value: init }.init([d_model], device));
+        self
+    }
+
+    /// This connection with residual gating: a GRU cell over `d_model` features in place of
+    /// the residual sum (see the [module docs](self) and [`ResidualGate`]).
+    pub fn with_residual_gate(mut self, d_model: usize, device: &B::Device) -> Self {
+        self.residual_gate = Some(ResidualGate::new(d_model, device));
         self
     }
 
@@ -148,8 +166,8 @@ impl<B: NormBackend> AddNorm<B> {
     ///
     /// Every placement computes the branch term `out(F(in(x)))`, each norm only where the
     /// connection has it (Pre: `in`; Peri: both; PostBranch and NormFormer's post-attention
-    /// norm: `out`), passes it through [`branch`](Self::branch) (LayerScale, dropout), and
-    /// joins it to the residual as [`Placement`] says ([`join`](Self::join)).
+    /// norm: `out`), passes it through `branch` (LayerScale, dropout), and
+    /// joins it to the residual as [`Placement`] says (`join`).
     ///
     /// # Shapes
     /// - input: `[batch, seq, d_model]`; `sublayer` maps that shape to itself
@@ -214,13 +232,22 @@ impl<B: NormBackend> AddNorm<B> {
     /// by a plain sum.
     pub(crate) fn join(&self, x: Tensor<B, 3>, term: Tensor<B, 3>) -> Tensor<B, 3> {
         match self.placement {
-            Placement::Post | Placement::ResiDual => maybe(&self.sum_norm, x + term),
-            Placement::DeepNorm => maybe(&self.sum_norm, x * self.residual_scale + term),
+            Placement::Post | Placement::ResiDual => maybe(&self.sum_norm, self.sum(x, term)),
+            Placement::DeepNorm => maybe(&self.sum_norm, self.sum(x * self.residual_scale, term)),
             Placement::ReZero => {
                 let gate = self.rezero_gate.as_ref().expect("ReZero has a gate").val();
-                x + term * gate.unsqueeze::<3>()
+                self.sum(x, term * gate.unsqueeze::<3>())
             }
-            _ => x + term,
+            _ => self.sum(x, term),
+        }
+    }
+
+    /// The residual sum `x + term`, or the residual gate's `GRU(term, x)` where the
+    /// connection has one.
+    fn sum(&self, x: Tensor<B, 3>, term: Tensor<B, 3>) -> Tensor<B, 3> {
+        match &self.residual_gate {
+            Some(gate) => gate.forward(term, x),
+            None => x + term,
         }
     }
 }

@@ -13,6 +13,7 @@ pub mod feed_forward;
 mod linear;
 pub mod placement;
 pub mod qk_norm;
+pub mod residual_gate;
 pub mod stack;
 pub mod transformer_block;
 
@@ -23,6 +24,7 @@ pub use feed_forward::{Activation, FeedForward, FeedForwardConfig};
 pub use linear::xavier_normal;
 pub use placement::Placement;
 pub use qk_norm::QkNormScope;
+pub use residual_gate::ResidualGate;
 pub use stack::{StackStats, TransformerStack, TransformerStackConfig};
 pub use transformer_block::{TransformerBlock, TransformerBlockConfig};
 

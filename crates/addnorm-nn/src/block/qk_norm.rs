@@ -1,5 +1,5 @@
 //! Where a QK-norm normalizes the queries and keys: [`QkNormScope`], and
-//! [`normalize`], which applies a norm at that scope.
+//! `normalize`, which applies a norm at that scope.
 //!
 //! ```text
 //! PerHead     Q_h ← Norm(Q_h) for each head h, over its d_head features

@@ -100,6 +100,7 @@ block_setters! {
     with_zero_init_query_key => zero_init_query_key: bool,
     with_initializer => initializer: Initializer,
     with_layer_scale => layer_scale: Option<f64>,
+    with_residual_gate => residual_gate: bool,
     with_attention_output_norm => attention_output_norm: bool,
     with_feed_forward_norm => feed_forward_norm: bool,
     with_head_scale => head_scale: bool,

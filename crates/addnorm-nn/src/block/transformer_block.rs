@@ -11,6 +11,7 @@
 //! ```text
 //! NormFormer      MHSA with per-head gains; x + Norm(MHSA(Norm x)); FFN with a norm over d_ff
 //! LayerScale      each branch term times λ ∈ ℝ^d_model
+//! residual gate   each residual sum x + t replaced by a GRU cell GRU(t, x) (GTrXL)
 //! soft cap        the attention logits S ← c·tanh(S/c)
 //! ResiDual        (x, x_d) ← (Norm(x + F(x)), x_d + F(x)) per sublayer (forward_dual)
 //! adaLN-Zero      x + α ⊙ F(Norm(x) ⊙ (1 + γ) + β), (β, γ, α) from c (forward_conditioned)
@@ -88,6 +89,12 @@ pub struct TransformerBlockConfig {
     /// 1e-6 deeper); see [`AddNorm`]. Default: None
     #[config(default = "None")]
     pub layer_scale: Option<f64>,
+    /// Residual gating (x-transformers' `gate_residual`; Parisotto et al. 2020, GTrXL): a
+    /// GRU cell `GRU(branch, residual)` in place of each residual sum (see
+    /// [`ResidualGate`](super::ResidualGate)). Not for `Placement::Parallel` (one sum of two
+    /// branches) or a conditioned block. Default: false
+    #[config(default = false)]
+    pub residual_gate: bool,
     /// NormFormer's post-attention norm (Shleifer et al. 2021, §2, "Post-Attn LN"): a norm
     /// on the attention's output before the residual addition, `x + Norm(MHSA(Norm(x)))` in
     /// a Pre block (see [`AddNorm::with_output_norm`]). Default: false
@@ -135,7 +142,8 @@ impl TransformerBlockConfig {
     ///
     /// # Panics
     /// If `d_model` is not a positive multiple of `n_heads`, `d_ff` or `n_layers` is zero,
-    /// `dropout` is outside [0, 1), or `conditioning` is set on a placement other than Pre.
+    /// `dropout` is outside [0, 1), `conditioning` is set on a placement other than Pre, or
+    /// `residual_gate` is set on a Parallel or conditioned block.
     pub fn init<B: Backend>(&self, device: &B::Device) -> TransformerBlock<B> {
         assert!(
             self.n_layers > 0,
@@ -146,6 +154,14 @@ impl TransformerBlockConfig {
             "TransformerBlockConfig.conditioning (adaLN-Zero) modulates a Pre block's input \
              norms; placement is {}",
             self.placement
+        );
+        assert!(
+            !self.residual_gate
+                || (self.placement != Placement::Parallel && self.conditioning.is_none()),
+            "TransformerBlockConfig.residual_gate replaces a residual sum x + F(x) by a GRU \
+             cell; placement {} with conditioning {:?} has none to replace",
+            self.placement,
+            self.conditioning
         );
         super::validate_dropout("TransformerBlockConfig", self.dropout);
         let mut attention = MultiHeadSelfAttentionConfig::new(self.d_model, self.n_heads)
@@ -179,9 +195,14 @@ impl TransformerBlockConfig {
                 self.dropout,
                 device,
             );
-            match self.layer_scale {
+            let residual = match self.layer_scale {
                 Some(init) => residual.with_layer_scale(self.d_model, init, device),
                 None => residual,
+            };
+            if self.residual_gate {
+                residual.with_residual_gate(self.d_model, device)
+            } else {
+                residual
             }
         };
         let mut feed_forward_residual = add_norm();

@@ -6,7 +6,9 @@ use burn::nn::Linear;
 use burn::tensor::{Tensor, backend::Backend};
 
 use super::{PytorchLoadError, StateDict};
-use crate::block::{AddNorm, FeedForward, MultiHeadSelfAttention, Placement, TransformerBlock};
+use crate::block::{
+    AddNorm, FeedForward, MultiHeadSelfAttention, Placement, ResidualGate, TransformerBlock,
+};
 use crate::norm::{DynamicTanh, GroupNorm, InstanceNorm, LayerNorm, Norm, RmsNorm};
 
 /// A module whose parameters can be replaced by a PyTorch module's.
@@ -111,18 +113,48 @@ impl<B: Backend> LoadPytorch for Norm<B> {
 impl<B: Backend> LoadPytorch for Linear<B> {
     /// PyTorch's `weight` is `[out, in]`; Burn's is `[in, out]`.
     fn load_pytorch(self, state: &StateDict, prefix: &str) -> Result<Self, PytorchLoadError> {
-        let [d_in, d_out] = self.weight.shape().dims();
-        let weight = state.tensor::<B, 2>(
-            &format!("{prefix}weight"),
-            [d_out, d_in],
-            &self.weight.device(),
-        )?;
-        let weight = replace(self.weight, weight.transpose());
-        let bias = self
-            .bias
-            .map(|b| load_vector(b, state, &format!("{prefix}bias")))
-            .transpose()?;
-        Ok(Self { weight, bias })
+        load_linear(
+            self,
+            state,
+            [&format!("{prefix}weight"), &format!("{prefix}bias")],
+        )
+    }
+}
+
+/// A linear map from PyTorch's `[out, in]` weight under `weight` and its bias under `bias`
+/// (when the map has one).
+fn load_linear<B: Backend>(
+    linear: Linear<B>,
+    state: &StateDict,
+    [weight_key, bias_key]: [&str; 2],
+) -> Result<Linear<B>, PytorchLoadError> {
+    let [d_in, d_out] = linear.weight.shape().dims();
+    let weight = state.tensor::<B, 2>(weight_key, [d_out, d_in], &linear.weight.device())?;
+    let weight = replace(linear.weight, weight.transpose());
+    let bias = linear
+        .bias
+        .map(|b| load_vector(b, state, bias_key))
+        .transpose()?;
+    Ok(Linear { weight, bias })
+}
+
+impl<B: Backend> LoadPytorch for ResidualGate<B> {
+    /// `nn.GRUCell`'s names: `weight_ih`, `bias_ih` (the branch term's map) and
+    /// `weight_hh`, `bias_hh` (the residual's), each `[3·d_model, d_model]` with rows
+    /// (r, z, n).
+    fn load_pytorch(self, state: &StateDict, prefix: &str) -> Result<Self, PytorchLoadError> {
+        let keys = |part: &str| {
+            [
+                format!("{prefix}weight_{part}"),
+                format!("{prefix}bias_{part}"),
+            ]
+        };
+        let [wi, bi] = keys("ih");
+        let [wh, bh] = keys("hh");
+        Ok(Self {
+            input: load_linear(self.input, state, [&wi, &bi])?,
+            hidden: load_linear(self.hidden, state, [&wh, &bh])?,
+        })
     }
 }
 
@@ -217,7 +249,8 @@ impl<B: Backend> LoadPytorch for TransformerBlock<B> {
     /// sublayers, `norm2` unused) or `ResiDual` (`norm1`, `norm2` as in Post); with
     /// LayerScale, its gains under timm's `ls1.gamma` and `ls2.gamma`; with NormFormer's
     /// norms, fairseq's names `attn_ln` (post-attention) and `ffn_layernorm` (FFN); with
-    /// adaLN-Zero, DiT's `adaLN_modulation.1` (its linear map).
+    /// adaLN-Zero, DiT's `adaLN_modulation.1` (its linear map); with residual gating, each
+    /// gate's `nn.GRUCell` under `gate1` (attention) and `gate2` (feed-forward).
     fn load_pytorch(self, state: &StateDict, prefix: &str) -> Result<Self, PytorchLoadError> {
         let mut block = self;
         let key = |name: &str| format!("{prefix}{name}.");
@@ -242,6 +275,15 @@ impl<B: Backend> LoadPytorch for TransformerBlock<B> {
                 .modulation
                 .load_pytorch(state, &key("adaLN_modulation.1"))?;
             block.ada_ln = Some(ada_ln);
+        }
+        // The residual gates (GRU cells) under gate1 and gate2, when the block has them.
+        for (residual, name) in [
+            (&mut block.attention_residual, "gate1"),
+            (&mut block.feed_forward_residual, "gate2"),
+        ] {
+            if let Some(gate) = residual.residual_gate.take() {
+                residual.residual_gate = Some(gate.load_pytorch(state, &key(name))?);
+            }
         }
         // LayerScale's λ under timm's names, when the block has it.
         for (residual, name) in [

@@ -11,8 +11,9 @@
 //! | [`DynamicTanh`](crate::DynamicTanh) | `alpha`, `weight`, `bias` | the DyT paper's module |
 //! | [`GroupNorm`](crate::GroupNorm), [`InstanceNorm`](crate::InstanceNorm) | `weight`, `bias` `[C]` | `nn.GroupNorm`, `nn.InstanceNorm*d(affine=True)` |
 //! | `burn::nn::Linear` | `weight` `[out, in]` (transposed to Burn's `[in, out]`), `bias` | `nn.Linear` |
+//! | [`ResidualGate`](crate::ResidualGate) | `weight_ih`, `bias_ih`, `weight_hh`, `bias_hh` (`[3d, d]`, `[3d]`; rows r, z, n) | `nn.GRUCell(d, d)` (x-transformers' `GRUGating.gru`) |
 //! | [`MultiHeadSelfAttention`](crate::MultiHeadSelfAttention) | `in_proj_weight` `[3d, d]`, `in_proj_bias`, `out_proj.{weight,bias}` | `nn.MultiheadAttention` |
-//! | [`TransformerBlock`](crate::TransformerBlock) (`Post`, `Pre`, `PostBranch`, `Parallel`) | `self_attn.…`, `linear1.…`, `linear2.…`, `norm1.…`, `norm2.…`; with LayerScale `ls1.gamma`, `ls2.gamma` (timm's names) | `nn.TransformerEncoderLayer(norm_first=False / True)` |
+//! | [`TransformerBlock`](crate::TransformerBlock) (`Post`, `Pre`, `PostBranch`, `Parallel`) | `self_attn.…`, `linear1.…`, `linear2.…`, `norm1.…`, `norm2.…`; with LayerScale `ls1.gamma`, `ls2.gamma` (timm's names); with residual gating `gate1.…`, `gate2.…` (GRU cells) | `nn.TransformerEncoderLayer(norm_first=False / True)` |
 //!
 //! Every tensor's shape is checked against the module's parameter, and a missing key or a
 //! wrong shape is an error that names the key: nothing is loaded half-way silently. The

@@ -15,7 +15,7 @@
 //! ```
 //!
 //! With a soft cap c (`capped`), every `s_ij` above is `c·tanh(s_ij/c)` and every `ds_ij`
-//! is multiplied by the cap's slope `1 − tanh²(s_ij/c)` (see [`soft_cap`](fn@soft_cap)).
+//! is multiplied by the cap's slope `1 − tanh²(s_ij/c)` (see `soft_cap` below).
 //!
 //! Arithmetic is in f32 whatever the storage type `F`; `lse`, `Δ` are f32.
 //!
