@@ -36,7 +36,7 @@ use crate::experiments::train::TrainConfig;
 use crate::experiments::warmup_grid::{GridCell, WarmupGridConfig};
 use crate::runner::jobs::JobPlan;
 
-/// How much the demo runs: `Quick` targets 5 minutes on 2 cores (362–369 s on the 2-core
+/// How much the demo runs: `Quick` targets 5 minutes on 2 cores (337–369 s on the 2-core
 /// Intel VM of 2026-11-26 with two worker processes; 446 s earlier that day); `Full` runs more seeds, longer proxies and the papers' grids
 /// (51 minutes there, against a 30-minute target).
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
