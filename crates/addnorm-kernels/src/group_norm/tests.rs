@@ -142,8 +142,8 @@ fn backward_matches_central_differences() {
         m[which][i] -= h;
         (loss(&p[0], &p[1], &p[2]) - loss(&m[0], &m[1], &m[2])) / (2.0 * h)
     };
-    for i in 0..n {
-        assert!((dx[i] - numeric(0, i)).abs() < 1e-6, "dx[{i}]");
+    for (i, &d) in dx.iter().enumerate().take(n) {
+        assert!((d - numeric(0, i)).abs() < 1e-6, "dx[{i}]");
     }
     for c in 0..6 {
         assert!((dg[c] - numeric(1, c)).abs() < 1e-6, "dγ[{c}]");
