@@ -14,7 +14,10 @@
 //!
 //! **Your loop** (the headline column) is what a user who adds `addnorm` to their model
 //! gets: the step called from the main thread, which is no rayon worker, with the default
-//! allocator, and the loss in Burn's ops (`log_softmax` + `gather`). **Tuned** is the same
+//! allocator, and the loss in Burn's ops (`log_softmax` + `gather`). Each model's step is
+//! timed in a child process of its own (`--alone NAME`), where nothing else has run: in
+//! one shared process the earlier models and variants change what glibc hands back
+//! (kernels' PERFORMANCE.md §13). **Tuned** is the same
 //! step after the `addnorm` binary's process-wide settings
 //! (`addnorm::kernels::cpu::allocator::keep_freed_memory`, steps on a worker of a rayon
 //! pool); they cannot be undone within a process, so the tuned loop runs after the user's.
@@ -326,6 +329,9 @@ fn model_config(base: TransformerStackConfig, batches: Batches) -> TransformerSt
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
+    if let Some(model) = arg(&args, "--alone") {
+        return print_alone(&args, model);
+    }
     // The headline: a library user's own loop, on this (main) thread, with the default
     // allocator. Then, unless `--no-tuned`, the `addnorm` binary's settings, applied after
     // the user's loop has run since they cannot be undone: `keep_freed_memory` and the
@@ -336,7 +342,14 @@ fn main() {
         let steps = arg(&args, "--steps").map_or(Ok(40), |v| v.parse());
         torch_timings(steps.expect("--steps takes a positive integer"))
     };
-    let user = run(&args, Loop::User);
+    let mut user = run(&args, Loop::User);
+    // The headline column: each model's fused step alone in a fresh process, as a user's
+    // program runs it, not after the other models and variants have shaped this process's
+    // heap (glibc's mmap threshold rises as large buffers are freed, so later runs get
+    // already-mapped memory). The in-process times stay for the ratios' baselines.
+    for measured in &mut user {
+        measured.fused = alone(&args, measured.name);
+    }
     let tuned = if args.iter().any(|a| a == "--no-tuned") {
         vec![]
     } else {
@@ -347,6 +360,44 @@ fn main() {
             .install(|| run(&args, Loop::Tuned))
     };
     report(&torch, &user, &tuned);
+}
+
+/// The fused user-loop step of the model named `name`, timed in a child process of this
+/// bench (`--alone NAME`) in which nothing else runs.
+///
+/// # Panics
+/// If the child fails or prints no phases.
+fn alone(args: &[String], name: &str) -> Phases {
+    let steps = arg(args, "--steps").map_or("40", |v| v.as_str());
+    let out = std::process::Command::new(std::env::current_exe().expect("the bench's path"))
+        .args(["--alone", name, "--steps", steps])
+        .output()
+        .expect("the child bench starts");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let nanos: Vec<u64> = text
+        .lines()
+        .find_map(|l| l.strip_prefix("phases-ns "))
+        .unwrap_or_else(|| panic!("{name}: the child printed no phases: {text}"))
+        .split_whitespace()
+        .map(|v| v.parse().expect("nanoseconds"))
+        .collect();
+    let nanos: [u64; 4] = nanos.try_into().expect("four phases");
+    Phases(nanos.map(Duration::from_nanos))
+}
+
+/// `--alone NAME`: the model's fused user-loop step alone in this process; prints its
+/// phase medians in nanoseconds for [`alone`].
+fn print_alone(args: &[String], name: &str) {
+    let steps =
+        arg(args, "--steps").map_or(40, |v| v.parse().expect("--steps takes a positive integer"));
+    let (_, base, batches) = models()
+        .into_iter()
+        .find(|(n, ..)| *n == name)
+        .unwrap_or_else(|| panic!("no model named {name}"));
+    let config = model_config(base, batches);
+    let (fused, ..) = compare(&config, batches, batches.steps(steps), (true, Loop::User));
+    let nanos = fused.0.map(|d| d.as_nanos().to_string());
+    println!("phases-ns {}", nanos.join(" "));
 }
 
 /// Which loop a measurement ran in.
