@@ -119,6 +119,32 @@ on_every_backend! {
         assert_close("f16 LayerNorm", &values(y16), &reference, 2e-3);
     }
 
+    /// x-transformers' ScaleNorm (Nguyen & Salazar 2019: `g·x / max(‖x‖/√d, ε)`, one scalar
+    /// g) and SimpleRMSNorm (`x / max(‖x‖, 1e-12)·√d`, no parameters) are RMSNorm with
+    /// `Affine::Scalar` and `Affine::Off`: equal, on rows of norm far above ε, to those
+    /// formulas evaluated in f64 (ours adds ε under the root; theirs clamps), with g = 1.7.
+    fn scale_norm_and_simple_rms_norm_are_rms_norm_configurations<B>(device) {
+        let d = 24;
+        let x = Tensor::<B, 2>::random([5, d], Distribution::Normal(0.3, 2.0), device);
+        let rows: Vec<Vec<f64>> = values(x.clone()).chunks(d).map(<[f64]>::to_vec).collect();
+        let reference = |g: f64, eps: f64| -> Vec<f64> {
+            rows.iter()
+                .flat_map(|r| {
+                    let rms = (r.iter().map(|v| v * v).sum::<f64>() / d as f64).sqrt();
+                    r.iter().map(move |v| g * v / rms.max(eps)).collect::<Vec<_>>()
+                })
+                .collect()
+        };
+        let mut scale_norm = RmsNormConfig::new(vec![d]).with_affine(Affine::Scalar).with_epsilon(1e-10).init::<B>(device);
+        assert_eq!(scale_norm.gamma.as_ref().map(|g| g.dims()), Some([1]));
+        assert!(scale_norm.beta.is_none(), "ScaleNorm has no bias");
+        scale_norm.gamma = Some(burn::module::Param::from_tensor(Tensor::from_floats([1.7], device)));
+        assert_close("ScaleNorm", &values(scale_norm.forward(x.clone())), &reference(1.7, 1e-5), 1e-5);
+        let simple = RmsNormConfig::new(vec![d]).with_affine(Affine::Off).with_epsilon(1e-12).init::<B>(device);
+        assert!(simple.gamma.is_none() && simple.beta.is_none(), "SimpleRMSNorm has no parameters");
+        assert_close("SimpleRMSNorm", &values(simple.forward(x)), &reference(1.0, 1e-12 / (d as f64).sqrt()), 1e-5);
+    }
+
     /// `println!("{norm}")` shows the configuration.
     fn display_shows_the_configuration<B>(device) {
         let norm = LayerNormConfig::new(vec![2, 8])
