@@ -413,7 +413,7 @@ fn gpu_table<B: AutodiffBackend + AttentionBackend>(device: &Device<B>, reps: us
             let inputs = Inputs::<B>::new(case, device).capped(cap);
             let (fused, composite) = time_inputs(inputs, case_reps, false);
             let label = format!("{case:?}") + &cap.map_or(String::new(), |c| format!(" cap {c}"));
-            let torch_ms = torch.iter().find(|(l, _)| *l == label).map(|(_, t)| *t);
+            let torch_ms = gpu::torch_ms(&torch, &label);
             let ms = |d: Duration| d.as_secs_f64() * 1e3;
             println!(
                 "{:<24} {:>9.3} ms {:>9.3} ms {:>10.2}× {:>12} {:>12}",

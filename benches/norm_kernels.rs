@@ -489,10 +489,7 @@ fn gpu_table<B: NormAutodiffBackend>(device: &B::Device, max_reps: usize) {
     let adapter = B::name(device);
     let torch = gpu::torch_times("norms");
     let torch_cell = |label: &str| {
-        torch
-            .iter()
-            .find(|(l, _)| l == label)
-            .map_or("-".to_string(), |(_, ms)| format!("{ms:.3} ms"))
+        gpu::torch_ms(&torch, label).map_or("-".to_string(), |ms| format!("{ms:.3} ms"))
     };
     println!(
         "{adapter}, forward + backward of y = norm(x), loss = Σ y·dy, synced after each \

@@ -25,39 +25,43 @@ pub fn torch_times(table: &str) -> Vec<(String, f64)> {
     }
 }
 
+/// PyTorch's milliseconds for the row `label` in [`torch_times`]' output, if it ran.
+#[cfg_attr(not(any(feature = "wgpu", feature = "cuda")), allow(dead_code))]
+pub fn torch_ms(times: &[(String, f64)], label: &str) -> Option<f64> {
+    times.iter().find(|(l, _)| l == label).map(|&(_, ms)| ms)
+}
+
+/// Exits with code 2, naming the feature that `--cuda` (or `--wgpu`) needs in `bench`.
+/// (Typed `()`, not `!`, so that a caller's code after [`on_gpu_backend`] stays reachable
+/// in a build with neither GPU feature.)
+pub fn missing_feature(bench: &str, cuda: bool) {
+    let feature = if cuda { "cuda" } else { "wgpu" };
+    eprintln!(
+        "--{feature} needs the {feature} feature: \
+         cargo bench --bench {bench} --features {feature} -- --{feature}"
+    );
+    std::process::exit(2);
+}
+
 /// Runs `$table::<B>(&device, $reps)` on the CUDA backend when `$cuda`, else on wgpu; exits
 /// with code 2, naming the feature, when that backend is not compiled in.
 macro_rules! on_gpu_backend {
     ($cuda:expr, $bench:literal, $table:ident($reps:expr)) => {{
-        let cuda: bool = $cuda;
         #[allow(unused_variables)]
         let reps = $reps;
-        let feature = if cuda { "cuda" } else { "wgpu" };
-        #[allow(unused_mut)]
-        let mut ran = false;
-        #[cfg(feature = "cuda")]
-        if cuda {
-            $table::<addnorm::backend::cuda::AutodiffBackend>(
+        match $cuda {
+            #[cfg(feature = "cuda")]
+            true => $table::<addnorm::backend::cuda::AutodiffBackend>(
                 &addnorm::backend::cuda::device(),
                 reps,
-            );
-            ran = true;
-        }
-        #[cfg(feature = "wgpu")]
-        if !cuda {
-            $table::<addnorm::backend::wgpu::AutodiffBackend>(
+            ),
+            #[cfg(feature = "wgpu")]
+            false => $table::<addnorm::backend::wgpu::AutodiffBackend>(
                 &addnorm::backend::wgpu::device(),
                 reps,
-            );
-            ran = true;
-        }
-        if !ran {
-            eprintln!(
-                "--{feature} needs the {feature} feature: \
-                 cargo bench --bench {} --features {feature} -- --{feature}",
-                $bench
-            );
-            std::process::exit(2);
+            ),
+            #[allow(unreachable_patterns)]
+            cuda => crate::gpu::missing_feature($bench, cuda),
         }
     }};
 }

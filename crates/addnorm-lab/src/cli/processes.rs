@@ -36,10 +36,11 @@ impl Helpers {
             return Ok(Self(vec![]));
         }
         let exe = std::env::current_exe().map_err(|e| LabError::io("the addnorm executable", e))?;
+        let helper_args = args.helper_args();
         let mut children = Vec::with_capacity(count);
         for _ in 0..count {
             let child = Command::new(&exe)
-                .args(args.helper_args())
+                .args(&helper_args)
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())
                 .spawn()

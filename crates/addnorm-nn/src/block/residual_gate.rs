@@ -64,8 +64,8 @@ impl<B: NormBackend> ResidualGate<B> {
     /// # Shapes
     /// - `branch`, `residual` and output: `[batch, seq, d_model]`
     pub fn forward(&self, branch: Tensor<B, 3>, residual: Tensor<B, 3>) -> Tensor<B, 3> {
-        let [gi_r, gi_z, gi_n] = split3(linear::forward(&self.input, branch));
-        let [gh_r, gh_z, gh_n] = split3(linear::forward(&self.hidden, residual.clone()));
+        let [gi_r, gi_z, gi_n] = thirds(linear::forward(&self.input, branch));
+        let [gh_r, gh_z, gh_n] = thirds(linear::forward(&self.hidden, residual.clone()));
         let r = sigmoid(gi_r + gh_r);
         let z = sigmoid(gi_z + gh_z);
         let n = tanh(gi_n + r * gh_n);
@@ -74,8 +74,9 @@ impl<B: NormBackend> ResidualGate<B> {
     }
 }
 
-/// The (r, z, n) thirds of the last axis.
-fn split3<B: Backend>(t: Tensor<B, 3>) -> [Tensor<B, 3>; 3] {
-    let d = t.dims()[2] / 3;
-    [0, 1, 2].map(|i| t.clone().narrow(2, i * d, d))
+/// The (r, z, n) thirds of the last axis (Burn's `chunk`).
+fn thirds<B: Backend>(t: Tensor<B, 3>) -> [Tensor<B, 3>; 3] {
+    t.chunk(3, 2)
+        .try_into()
+        .unwrap_or_else(|_| unreachable!("3·d_model features split into three"))
 }
