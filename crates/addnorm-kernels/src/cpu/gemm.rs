@@ -40,6 +40,28 @@ pub trait Gemm: Real {
         beta: Self,
         c: Strided<Self>,
     );
+
+    /// `C ← α·A·B + 1·bᵀ`: [`Gemm::gemm`] with `β = 1` on a C whose every row held the
+    /// `n` elements at `bias` (a linear layer's `X·W + b`), with the same bits, but without
+    /// writing `b` into C's rows first where the kernel can read it in place (the direct
+    /// f32 kernel joins each row's sum to `b` instead of to C).
+    ///
+    /// # Safety
+    /// As [`Gemm::gemm`], and `bias` must address `n` live elements. C is written, not read.
+    unsafe fn gemm_plus_rows(
+        dims: [usize; 3],
+        alpha: Self,
+        a: Strided<Self>,
+        b: Strided<Self>,
+        bias: *const Self,
+        c: Strided<Self>,
+    ) {
+        // SAFETY (both): forwarded from the caller.
+        unsafe {
+            copy_into_rows(bias, c, dims);
+            Self::gemm(dims, alpha, a, b, Self::ONE, c);
+        }
+    }
 }
 
 impl Gemm for f32 {
@@ -74,6 +96,30 @@ impl Gemm for f32 {
             );
         }
     }
+
+    unsafe fn gemm_plus_rows(
+        dims: [usize; 3],
+        alpha: f32,
+        a: Strided<f32>,
+        b: Strided<f32>,
+        bias: *const f32,
+        c: Strided<f32>,
+    ) {
+        let rows = Strided {
+            ptr: bias.cast_mut(),
+            row_stride: 0,
+            col_stride: 1,
+        };
+        // SAFETY (both): forwarded from the caller; `rows` is read only.
+        if unsafe { direct::sgemm_onto(dims, alpha, a, b, rows, c) }.is_some() {
+            return;
+        }
+        // SAFETY (both): forwarded from the caller.
+        unsafe {
+            copy_into_rows(bias, c, dims);
+            Self::gemm(dims, alpha, a, b, 1.0, c);
+        }
+    }
 }
 
 impl Gemm for f64 {
@@ -104,6 +150,18 @@ impl Gemm for f64 {
                 c.col_stride,
             );
         }
+    }
+}
+
+/// Writes the `n` elements at `bias` into each of C's `m` rows.
+///
+/// # Safety
+/// As [`Gemm::gemm_plus_rows`]: C's rows hold `n` elements each with unit column stride,
+/// and `bias` addresses `n` elements outside C.
+unsafe fn copy_into_rows<E>(bias: *const E, c: Strided<E>, [m, _, n]: [usize; 3]) {
+    for r in 0..m {
+        // SAFETY: row r of C, and bias, per the caller.
+        unsafe { std::ptr::copy_nonoverlapping(bias, c.ptr.offset(r as isize * c.row_stride), n) };
     }
 }
 

@@ -39,6 +39,8 @@
 //! assert_eq!(dx[0], 0.5); // Φ(0)
 //! ```
 
+use core::mem::MaybeUninit;
+
 use crate::cpu::parallel::{self, ChunksMut};
 
 use crate::cpu::dispatch::vectorized;
@@ -126,13 +128,25 @@ impl NormalCdf for f64 {
 /// # Panics
 /// If `x` and `y` differ in length.
 pub fn forward<E: NormalCdf>(x: &[E], y: &mut [E]) {
+    // SAFETY: `MaybeUninit<E>` has `E`'s layout, and `forward_uninit` stores only
+    // initialized values, so `y` stays initialized.
+    let y = unsafe { &mut *(y as *mut [E] as *mut [MaybeUninit<E>]) };
+    forward_uninit(x, y);
+}
+
+/// [`forward`] into memory that need not be initialized: every element of `y` is written
+/// (so a fresh output needs no zeroing first).
+///
+/// # Panics
+/// If `x` and `y` differ in length.
+pub fn forward_uninit<E: NormalCdf>(x: &[E], y: &mut [MaybeUninit<E>]) {
     assert_eq!(x.len(), y.len(), "gelu forward: x and y lengths");
-    let task = |x: &[E], y: &mut [E]| {
+    let task = |x: &[E], y: &mut [MaybeUninit<E>]| {
         vectorized(
             #[inline(always)]
             || {
                 for (y, &x) in y.iter_mut().zip(x) {
-                    *y = x * x.cdf_and_pdf().0;
+                    y.write(x * x.cdf_and_pdf().0);
                 }
             },
         )

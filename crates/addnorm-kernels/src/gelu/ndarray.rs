@@ -8,8 +8,8 @@
 use burn::backend::ndarray::NdArrayTensor;
 use burn::tensor::TensorMetadata;
 
-use super::cpu::{NormalCdf, backward, backward_in_place, forward};
-use crate::cpu::memory::zeroed_output;
+use super::cpu::{NormalCdf, backward, backward_in_place, forward_uninit};
+use crate::cpu::memory::written_output;
 use crate::cpu::ndarray::{NdArrayReal, with_gradient_buffer};
 
 /// The fused forward, or `None` when `x` is not f32 or f64.
@@ -23,8 +23,13 @@ pub(crate) fn fused_forward(x: &NdArrayTensor) -> Option<NdArrayTensor> {
 
 fn forward_in<E: NdArrayReal + NormalCdf>(x: &NdArrayTensor) -> Option<NdArrayTensor> {
     let values = E::elements(x)?;
-    let mut y = zeroed_output(values.len());
-    forward(&values, &mut y);
+    let len = values.len();
+    // SAFETY: `forward_uninit` writes all `len` elements and reads none of them.
+    let y = unsafe {
+        written_output(len, |ptr: *mut E| {
+            forward_uninit(&values, std::slice::from_raw_parts_mut(ptr.cast(), len))
+        })
+    };
     Some(E::tensor(y, x.shape().as_slice().to_vec()))
 }
 

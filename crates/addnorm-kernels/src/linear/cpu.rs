@@ -144,30 +144,21 @@ pub fn forward<E: Gemm>(dims: LinearDims, x: &[E], w: &[E], b: Option<&[E]>) -> 
     if let Some(b) = b {
         assert_eq!(b.len(), d_out, "linear forward: bias length");
     }
-    let beta = if b.is_some() { E::ONE } else { E::ZERO };
     let fill = |y: *mut E| {
-        if let Some(b) = b {
-            for r in 0..rows {
-                // SAFETY: row r of the `rows × d_out` buffer; b has d_out elements.
-                unsafe { std::ptr::copy_nonoverlapping(b.as_ptr(), y.add(r * d_out), d_out) };
-            }
-        }
         let out = RowBlocks {
             ptr: y,
             width: d_out,
         };
         for_blocks(&dims.row_blocks(), |r0, r1| {
-            // SAFETY: x and w are live and read only; each task writes its own rows of y,
-            // all of them (β = 0), or reads only the bias just copied there (β = 1).
+            let (x, w) = (reading(x, d_in, r0), reading(w, d_out, 0));
+            let dims = [r1 - r0, d_in, d_out];
+            // SAFETY: x, w and b are live and read only; each task writes all of its own
+            // rows of y (β = 0, or the bias joined in place of a C that is not read).
             unsafe {
-                E::gemm(
-                    [r1 - r0, d_in, d_out],
-                    E::ONE,
-                    reading(x, d_in, r0),
-                    reading(w, d_out, 0),
-                    beta,
-                    out.at(r0),
-                );
+                match b {
+                    Some(b) => E::gemm_plus_rows(dims, E::ONE, x, w, b.as_ptr(), out.at(r0)),
+                    None => E::gemm(dims, E::ONE, x, w, E::ZERO, out.at(r0)),
+                }
             }
         });
     };

@@ -20,6 +20,9 @@
 //! 16` there) `α·p + β·C` is one fused multiply-add, so no rounding of `α·p` of its own.
 //! With `α = 1` the two agree.
 //!
+//! `sgemm_onto` reads the first chain's `β·C` from another matrix `C_in` (a linear layer's
+//! bias, its rows 0 apart): `C ← α·A·B + 1·C_in`, the bits of copying `C_in` into C first.
+//!
 //! # Shapes
 //! `A: [m, k]` (any strides), `B: [k, n]`, `C: [m, n]` with unit column stride; micro-tiles
 //! of up to 12 rows × 32 columns (24 AVX-512 accumulators).
@@ -37,11 +40,48 @@ pub(crate) const KC: usize = 256;
 /// # Safety
 /// As [`super::Gemm::gemm`].
 pub(crate) unsafe fn sgemm(
-    [m, k, n]: [usize; 3],
+    dims: [usize; 3],
     alpha: f32,
     a: Strided<f32>,
     b: Strided<f32>,
     beta: f32,
+    c: Strided<f32>,
+) -> Option<()> {
+    // SAFETY: forwarded from the caller; C is its own input.
+    unsafe { run(dims, alpha, [a, b], (beta, c), c) }
+}
+
+/// Runs `C ← α·A·B + 1·C_in` here, as [`sgemm`] with `β = 1` on a C that held `C_in`
+/// (the same bits), reading `C_in` in place: a linear layer's bias as a `C_in` whose rows
+/// are 0 apart. `None` as [`sgemm`]'s, and also when `C_in` has strided columns.
+///
+/// # Safety
+/// As [`super::Gemm::gemm`]; `c_in` addresses `m × n` live elements (rows may repeat) that
+/// the call does not write.
+pub(crate) unsafe fn sgemm_onto(
+    dims: [usize; 3],
+    alpha: f32,
+    a: Strided<f32>,
+    b: Strided<f32>,
+    c_in: Strided<f32>,
+    c: Strided<f32>,
+) -> Option<()> {
+    if c_in.col_stride != 1 {
+        return None;
+    }
+    // SAFETY: forwarded from the caller.
+    unsafe { run(dims, alpha, [a, b], (1.0, c_in), c) }
+}
+
+/// `C ← α·A·B + β·C_in` for [`sgemm`] and [`sgemm_onto`].
+///
+/// # Safety
+/// As theirs.
+unsafe fn run(
+    [m, k, n]: [usize; 3],
+    alpha: f32,
+    [a, b]: [Strided<f32>; 2],
+    (beta, c_in): (f32, Strided<f32>),
     c: Strided<f32>,
 ) -> Option<()> {
     if !enabled() || !takes([m, k, n], b, c) {
@@ -66,6 +106,8 @@ pub(crate) unsafe fn sgemm(
             b_row,
             c: c.ptr,
             c_row: c.row_stride,
+            c_in: c_in.ptr,
+            c_in_row: c_in.row_stride,
         };
         // SAFETY: `detected` saw avx512f; the pointers are the caller's (or `packed`, alive
         // until the end of this block).
@@ -104,7 +146,8 @@ fn takes([m, k, n]: [usize; 3], b: Strided<f32>, c: Strided<f32>) -> bool {
 const LARGEST_B: usize = 1 << 16;
 
 /// The pointers and strides of one call: A's as given, B's rows contiguous (`b_row` apart),
-/// C's `m` rows `c_row` apart with unit column stride.
+/// C's `m` rows `c_row` apart with unit column stride, and the C that the first summation
+/// chain joins (`c_in`, rows `c_in_row` apart: C itself, or a bias repeated with stride 0).
 #[derive(Clone, Copy)]
 struct Operands {
     m: usize,
@@ -113,6 +156,8 @@ struct Operands {
     b_row: isize,
     c: *mut f32,
     c_row: isize,
+    c_in: *const f32,
+    c_in_row: isize,
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -263,19 +308,24 @@ mod x86 {
                 let interior = whole_rows && cols >= (v + 1) * LANES;
                 // SAFETY: row i0 + r, columns of vector v inside C under its mask.
                 unsafe {
-                    let at = ops
-                        .c
-                        .offset((i0 + r) as isize * ops.c_row + (j0 + v * LANES) as isize);
-                    let out = join(acc[v], at, masks[v], step, interior);
+                    let (row, col) = ((i0 + r) as isize, (j0 + v * LANES) as isize);
+                    let at = ops.c.offset(row * ops.c_row + col);
+                    // The first chain joins C_in; later ones what the first left in C.
+                    let from = if step.k0 == 0 {
+                        ops.c_in.offset(row * ops.c_in_row + col)
+                    } else {
+                        at
+                    };
+                    let out = join(acc[v], from, masks[v], step, interior);
                     _mm512_mask_storeu_ps(at, masks[v], out);
                 }
             }
         }
     }
 
-    /// A chain's sum `p` joined to C's lanes at `at` as `matrixmultiply` joins it (module
-    /// doc): `α·p` when `β = 0` (C unread); else `β·C` rounded, then one fused `α·p + β·C`
-    /// in an `interior` tile, or `α·p` rounded and added elsewhere.
+    /// A chain's sum `p` joined to the lanes of C (or `C_in`) at `at` as `matrixmultiply`
+    /// joins it (module doc): `α·p` when `β = 0` (C unread); else `β·C` rounded, then one
+    /// fused `α·p + β·C` in an `interior` tile, or `α·p` rounded and added elsewhere.
     #[target_feature(enable = "avx512f")]
     #[inline]
     unsafe fn join(

@@ -218,3 +218,52 @@ fn does_not_read_c_when_beta_is_zero() {
     assert!(took.is_some());
     assert!(c.iter().all(|v| v.is_finite()));
 }
+
+/// `X·W + b` with the bias joined in place (`Gemm::gemm_plus_rows`) equals the bias copied
+/// into every row and a GEMM with β = 1, bit for bit: on the direct kernel (B within its
+/// bound, one summation chain or several, A transposed or not) and on the fallback
+/// (a B over its bound), and C's prior contents are not read.
+#[test]
+fn the_bias_joined_in_place_equals_the_bias_copied_first() {
+    use crate::cpu::gemm::Gemm;
+    for [m, k, n] in [
+        [544, 32, 96],
+        [13, 257, 33],
+        [5, 600, 17],
+        [40, 128, 512],
+        [24, 512, 1024],
+    ] {
+        for transposed in [false, true] {
+            let layout = Layout { transposed, pad: 1 };
+            let (mut a, mut b) = (values(layout.len(m, k), 0), values(k * n, 1));
+            let bias = values(n, 2);
+            let a_view = layout.view(a.as_mut_ptr(), m, k);
+            let b_view = Strided::rows(b.as_mut_ptr(), n);
+            let mut joined = vec![f32::NAN; m * n];
+            let mut copied: Vec<f32> = (0..m * n).map(|i| bias[i % n]).collect();
+            // SAFETY: each view addresses its own live buffer; each C is written by one call.
+            unsafe {
+                f32::gemm_plus_rows(
+                    [m, k, n],
+                    1.0,
+                    a_view,
+                    b_view,
+                    bias.as_ptr(),
+                    Strided::rows(joined.as_mut_ptr(), n),
+                );
+                f32::gemm(
+                    [m, k, n],
+                    1.0,
+                    a_view,
+                    b_view,
+                    1.0,
+                    Strided::rows(copied.as_mut_ptr(), n),
+                );
+            }
+            let differ = (0..m * n)
+                .filter(|&i| joined[i].to_bits() != copied[i].to_bits())
+                .count();
+            assert_eq!(differ, 0, "[{m}, {k}, {n}] transposed A {transposed}");
+        }
+    }
+}
