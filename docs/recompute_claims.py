@@ -342,6 +342,20 @@ def peri_divergences(d):
     return sum(diffs) / len(diffs)
 
 
+def cait_layer_scale(d):
+    # L*: the deepest depth where Pre-LN alone succeeds in under half of its seeds; the
+    # statistic is LayerScale's success rate there (NaN when no depth qualifies).
+    grid = d["depth_grid"]
+
+    def cell(depth, scaled):
+        return [r["run"] for r in grid
+                if r["cell"]["depth"] == depth and r["cell"]["layer_scale"] == scaled]
+
+    failing = [L for L in d["config"]["depth_grid"]["depths"]
+               if cell(L, False) and 2 * sum(map(success, cell(L, False))) < len(cell(L, False))]
+    return rate(cell(max(failing), True)) if failing else float("nan")
+
+
 def largest_training_index(d, variant):
     lrs = d["config"]["proxies"]["learning_rates"]
     out = []
@@ -397,6 +411,7 @@ RECIPES = {
     "wortsman-fig6-independent-decay-lowers-sensitivity": coupled_decay,
     "wortsman-fig3-zloss-lowers-sensitivity": z_loss_grid,
     "periln-divergence-vs-lr": peri_divergences,
+    "cait-abstract-layerscale-trains-deeper": cait_layer_scale,
     "residual-abstract-gradient-lower-bound": resi_dual,
     "normformer-abstract-preln-gradient-mismatch": normformer_mismatch,
     "normformer-abstract-fix-balances-gradients": normformer_fix,

@@ -137,7 +137,8 @@ impl Chart {
             if log {
                 (lo / 1.3, hi * 1.3)
             } else {
-                let span = (hi - lo).max(1e-12);
+                // A flat series (every rate 0) gets a readable span around its value.
+                let span = if hi > lo { hi - lo } else { lo.abs().max(1.0) };
                 (lo - 0.05 * span, hi + 0.05 * span)
             }
         };

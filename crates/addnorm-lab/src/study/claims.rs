@@ -1,5 +1,5 @@
 //! Every claim the demo checks, by source: `xiong` (Xiong et al. 2020), `resi_dual` (Xie et
-//! al. 2023), `normformer` (Shleifer et al. 2021), `peri_ln` (Kim et al. 2025), `wortsman` (Wortsman et al. 2023), `gemma2` (Gemma Team
+//! al. 2023), `normformer` (Shleifer et al. 2021), `cait` (Touvron et al. 2021, an extension), `peri_ln` (Kim et al. 2025), `wortsman` (Wortsman et al. 2023), `gemma2` (Gemma Team
 //! 2024, a control) and `deepnet` (Wang et al. 2022). Each
 //! paper's file measures its claims ([`Measurement`]); here each is decided by its entry in
 //! the registry ([`Registry`], `claims.toml`), the only place that holds rules.
@@ -23,10 +23,7 @@ use super::record::DemoReport;
 use super::registry::Registry;
 
 /// Registered claims the demo does not measure yet, with the run each needs.
-pub const NOT_RUN: &[(&str, &str)] = &[(
-    "cait-abstract-layerscale-trains-deeper",
-    "CaiT: Pre-LN with and without LayerScale over depths at one LR",
-)];
+pub const NOT_RUN: &[(&str, &str)] = &[];
 
 /// Registered claims only the `--full` profile measures (its grids), with the grid each
 /// reads.
@@ -59,12 +56,18 @@ pub const FULL_ONLY: &[(&str, &str)] = &[
         "wortsman-fig3-zloss-lowers-sensitivity",
         "Fig. 3: no weight decay, with and without z-loss, over the LR grid",
     ),
+    (
+        "cait-abstract-layerscale-trains-deeper",
+        "CaiT: Pre-LN with and without LayerScale over depths 6 to 48 at B's LR",
+    ),
 ];
 
 /// The registered claims `config` does not measure, with what each needs: [`NOT_RUN`], and
 /// [`FULL_ONLY`] unless it runs the grids.
 pub fn not_run(config: &DemoConfig) -> Vec<(&'static str, &'static str)> {
-    let grids = config.proxy_grid.is_run() && !config.divergence_learning_rates.is_empty();
+    let grids = config.proxy_grid.is_run()
+        && !config.divergence_learning_rates.is_empty()
+        && config.depth_grid.is_run();
     NOT_RUN
         .iter()
         .chain(if grids { &[][..] } else { FULL_ONLY })
@@ -83,6 +86,7 @@ pub fn measurements(report: &DemoReport) -> Vec<Measurement> {
     all.extend(super::convergence::claims(report));
     all.extend(super::peri_ln::claims(report));
     all.extend(super::peri_ln_divergence::claims(report));
+    all.extend(super::cait::claims(report));
     all.extend(super::wortsman::claims(report));
     all.extend(super::gemma2::claims(report));
     all.extend(super::wortsman_grid::claims(report));

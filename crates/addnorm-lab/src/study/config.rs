@@ -13,6 +13,10 @@
 //! divergence  Pre-LN and Peri-LN at B's setting without warm-up, at each LR of
 //!             `divergence_learning_rates` × seeds, named <pair>-w0-lr<lr>-s<seed> (`--full`
 //!             only; B's own LR comes from B)
+//! depth grid  CaiT's: B's Pre-LN run without warm-up at each depth, with and without
+//!             LayerScale (crate::experiments::depth_grid), named
+//!             cait-pre-layer-l<L>[-layerscale]-s<seed>, or B's name at B's depth without it
+//!             (`--full` only)
 //! ```
 //!
 //! # Shapes
@@ -23,6 +27,7 @@ use addnorm::nn::{Activation, Placement, TransformerStackConfig};
 use burn::config::Config;
 use serde::{Deserialize, Serialize};
 
+use crate::experiments::depth_grid::{self, DepthCell, DepthGridConfig};
 use crate::experiments::early_gradients::EarlyGradientConfig;
 use crate::experiments::expected_gradient::ExpectedGradientConfig;
 use crate::experiments::model::ModelConfig;
@@ -36,9 +41,10 @@ use crate::experiments::train::TrainConfig;
 use crate::experiments::warmup_grid::{GridCell, WarmupGridConfig};
 use crate::runner::jobs::JobPlan;
 
-/// How much the demo runs: `Quick` targets 5 minutes on 2 cores (337–369 s on the 2-core
-/// Intel VM of 2026-11-26 with two worker processes; 446 s earlier that day); `Full` runs more seeds, longer proxies and the papers' grids
-/// (51 minutes there, against a 30-minute target).
+/// How much the demo runs: `Quick` targets 5 minutes on 2 cores (330–369 s on the 2-core
+/// Intel VM of 2026-11-26 with two worker processes; 446 s earlier that day); `Full` runs
+/// more seeds, longer proxies and the papers' grids (41 minutes there, CaiT's depth grid
+/// included, against a 30-minute target).
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum Profile {
@@ -87,6 +93,10 @@ pub struct DemoConfig {
     /// count against LR (Peri-LN). Default: none, not run
     #[config(default = "Vec::new()")]
     pub divergence_learning_rates: Vec<f64>,
+    /// CaiT's depth grid: Pre-LN with and without LayerScale over depths at B's LR.
+    /// Default: no depths, not run
+    #[config(default = "DepthGridConfig::new()")]
+    pub depth_grid: DepthGridConfig,
     /// The profile it was built from. Default: `Profile::Quick`
     #[config(default = "Profile::Quick")]
     pub profile: Profile,
@@ -230,6 +240,7 @@ impl DemoConfig {
                 .with_batch_size(8),
             proxy_grid: ProxyGridConfig::new(),
             divergence_learning_rates: vec![],
+            depth_grid: DepthGridConfig::new(),
             seeds,
         }
     }
@@ -243,7 +254,8 @@ impl DemoConfig {
     /// ResiDual's part,
     /// and the papers' grids: C at three sizes with the head size fixed at 16 (Fig. 1, 5;
     /// 300 steps each, the quick profile's length), coupled decay and z-loss over the LR
-    /// grid (Fig. 6, 3), and Pre-LN against Peri-LN at three LRs above B's.
+    /// grid (Fig. 6, 3), Pre-LN against Peri-LN at three LRs above B's, and CaiT's depth
+    /// grid at L = 6, 12, 24 and 48.
     pub fn full(backend: Kind, seed: u64) -> Self {
         let mut config = Self::quick(backend, seed).with_seed_count(10);
         config.profile = Profile::Full;
@@ -252,6 +264,7 @@ impl DemoConfig {
         config.figure_3_resi_dual.batches = 32;
         config.proxy_grid = config.proxy_grid.with_sizes(Self::GRID_SIZES.to_vec());
         config.divergence_learning_rates = vec![3e-2, 1e-1, 3e-1];
+        config.depth_grid.depths = vec![6, 12, 24, 48];
         config
     }
 
@@ -430,10 +443,21 @@ pub(super) fn all_training_runs(config: &DemoConfig) -> Vec<(String, TrainConfig
             config.divergence_config(p, lr, s),
         )
     });
+    let depths = config
+        .depth_grid_runs()
+        .into_iter()
+        .filter(|&(cell, _)| !config.depth_cell_in_b(cell))
+        .map(|(cell, s)| {
+            (
+                config.depth_grid_run_name(cell, s),
+                config.depth_grid_train_config(cell, s),
+            )
+        });
     b.chain(c)
         .chain(grid)
         .chain(sizes)
         .chain(divergence)
+        .chain(depths)
         .collect()
 }
 
@@ -468,4 +492,35 @@ impl DemoConfig {
 /// The run directory name of one experiment-B run.
 pub(super) fn run_name(p: Placement, n: NormKind, w: usize, s: u64) -> String {
     format!("{}-w{w}-s{s}", label(p, n))
+}
+
+impl DemoConfig {
+    /// The depth grid's runs: (cell, seed), by cell then seed.
+    pub fn depth_grid_runs(&self) -> Vec<(DepthCell, u64)> {
+        self.depth_grid
+            .cells()
+            .into_iter()
+            .flat_map(|c| self.seeds.iter().map(move |&s| (c, s)))
+            .collect()
+    }
+
+    /// Whether B trains this cell's runs itself: B's depth, without LayerScale.
+    pub fn depth_cell_in_b(&self, cell: DepthCell) -> bool {
+        !cell.layer_scale && cell.depth == self.train_model.block().n_layers
+    }
+
+    /// One depth-grid run: B's Pre-LN run without warm-up at the cell's depth.
+    pub fn depth_grid_train_config(&self, cell: DepthCell, seed: u64) -> TrainConfig {
+        let pre_ln = self.train_config(Placement::Pre, NormKind::Layer, 0, seed);
+        self.depth_grid.train_config(pre_ln, cell)
+    }
+
+    /// The run directory name of one depth-grid run: B's when B runs it.
+    pub fn depth_grid_run_name(&self, cell: DepthCell, seed: u64) -> String {
+        if self.depth_cell_in_b(cell) {
+            run_name(Placement::Pre, NormKind::Layer, 0, seed)
+        } else {
+            depth_grid::run_name(cell, seed)
+        }
+    }
 }

@@ -24,6 +24,7 @@ use super::config::{DemoConfig, all_training_runs, divergence_run_name, run_name
 use super::parts::Part;
 use super::record::DemoReport;
 use crate::error::{LabError, read_json, write_json};
+use crate::experiments::depth_grid::DepthGridRun;
 use crate::experiments::norm_kind::NormKind;
 use crate::experiments::probe::ProbeReport;
 use crate::experiments::proxies::ProxyRun;
@@ -220,6 +221,20 @@ fn finished_divergence(config: &DemoConfig, out: &Path) -> Result<Vec<SweepRun>,
         .collect()
 }
 
+/// CaiT's depth grid's summaries, by cell then seed; every run must be finished.
+fn finished_depth_grid(config: &DemoConfig, out: &Path) -> Result<Vec<DepthGridRun>, LabError> {
+    config
+        .depth_grid_runs()
+        .into_iter()
+        .map(|(cell, seed)| {
+            let tc = config.depth_grid_train_config(cell, seed);
+            let name = config.depth_grid_run_name(cell, seed);
+            let run = finished_run(out, &name, &tc, NormKind::Layer)?;
+            Ok(DepthGridRun { cell, run })
+        })
+        .collect()
+}
+
 /// Reads every part and run of a finished demo in `out` into its report.
 fn read_report(config: &DemoConfig, out: &Path, wall_seconds: f64) -> Result<DemoReport, LabError> {
     let probe: ProbeReport = read_json(&Part::Probe.path(out))?;
@@ -238,6 +253,7 @@ fn read_report(config: &DemoConfig, out: &Path, wall_seconds: f64) -> Result<Dem
         proxies: finished_proxies(config, out)?,
         proxy_grid: finished_proxy_grid(config, out)?,
         divergence_grid: finished_divergence(config, out)?,
+        depth_grid: finished_depth_grid(config, out)?,
         model_update: read_json(&Part::ModelUpdate.path(out))?,
         sgd_update: read_json(&Part::SgdUpdate.path(out))?,
         claims: vec![],

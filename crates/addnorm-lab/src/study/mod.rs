@@ -30,8 +30,9 @@
 //! in one short table, which `docs/rebuild-demo.sh` puts into the README), eleven PNG plots
 //! (`gradient_per_layer`, `last_layer_vs_depth`, `loss_curves`, `residual_growth`,
 //! `figure_3`, `figure_3_paper_width`, `warmup_grid`, `peri_ln`, `lr_sensitivity`,
-//! `attention_logits`, `model_update`; `--full` adds `lr_sensitivity_by_size`), one JSON file per part ([`parts`]), and one run
-//! directory per training run of B, C and the Fig. 2 grid under `runs/`.
+//! `attention_logits`, `model_update`; `--full` adds `lr_sensitivity_by_size` and
+//! `layer_scale_by_depth`), one JSON file per part ([`parts`]), and one run directory per
+//! training run of B, C, the Fig. 2 grid and the `--full` grids under `runs/`.
 //! [`config::Profile`] picks the quick (5 minutes on 2 cores) or the `--full` profile.
 //!
 //! # Workers
@@ -46,7 +47,7 @@
 //! [`claim`] (the record of a claim), [`claims`] (the list of all), `xiong`, `peri_ln`,
 //! `wortsman` and `deepnet` (each paper's claims and statistics; `warmup_grid` holds Xiong's
 //! Fig. 2 and App. H, `resi_dual` ResiDual's claim on Fig. 3's probe, `normformer` NormFormer's two, `gemma2` the soft-cap control, `wortsman_grid` Wortsman's grids, `peri_ln_divergence` Peri-LN's
-//! divergence count), `convergence` (steps to
+//! divergence count, [`cait`] CaiT's LayerScale claim over depths), `convergence` (steps to
 //! the target: Xiong's §4 and ReZero's headline), [`measures`] (the
 //! profiles and success rates they read), [`record`] (what `demo.json` holds), [`registry`]
 //! (the claims registered in `claims.toml`, with their rules), [`verdict`] (the one decision
@@ -56,6 +57,7 @@
 //! Not applicable: a driver over [`crate::experiments::probe`], [`crate::experiments::expected_gradient`],
 //! [`crate::experiments::train`](mod@crate::experiments::train) and [`crate::experiments::model_update`].
 
+pub mod cait;
 pub mod claim;
 pub mod claims;
 pub mod config;

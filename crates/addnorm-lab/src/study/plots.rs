@@ -41,6 +41,7 @@ pub fn figures(report: &DemoReport) -> Vec<Figure> {
         super::plots_study::model_update(report),
     ];
     figures.extend(super::plots_grid::lr_sensitivity_by_size(report));
+    figures.extend(super::plots_grid::layer_scale_by_depth(report));
     figures
 }
 

@@ -1,8 +1,11 @@
-//! The plot of C's grids (`--full`): Wortsman et al. 2023's Fig. 1 at toy scale.
+//! The plots of the `--full` grids: Wortsman et al. 2023's Fig. 1 at toy scale, and CaiT's
+//! depth grid.
 //!
 //! ```text
 //! lr_sensitivity_by_size.png   ℓ(η) against η (log) per size, baseline solid and
 //!                              QK-layernorm dashed; S (own ℓ*) against N (log) per variant
+//! layer_scale_by_depth.png     success rate against depth L (log), Pre-LN alone and with
+//!                              LayerScale (the report's table gives their exact intervals)
 //! ```
 //!
 //! # Shapes
@@ -10,7 +13,7 @@
 
 use super::record::DemoReport;
 use crate::experiments::proxies::ProxyVariant;
-use crate::plot::{Chart, Figure, Series};
+use crate::plot::{Chart, Figure, Series, Values};
 use crate::stats::sensitivity::sensitivity;
 
 /// `lr_sensitivity_by_size.png`, when the grid ran.
@@ -79,6 +82,48 @@ pub(super) fn lr_sensitivity_by_size(report: &DemoReport) -> Option<Figure> {
             },
         ],
         width_each: 620,
+        height: 480,
+    })
+}
+
+/// `layer_scale_by_depth.png`, when the depth grid ran.
+pub(super) fn layer_scale_by_depth(report: &DemoReport) -> Option<Figure> {
+    let depths = &report.config.depth_grid.depths;
+    if report.depth_grid.is_empty() {
+        return None;
+    }
+    let series = ["Pre-LN", "Pre-LN + LayerScale"]
+        .into_iter()
+        .enumerate()
+        .map(|(i, label)| Series {
+            label: label.into(),
+            points: depths
+                .iter()
+                .filter_map(|&depth| {
+                    let (ok, n) = super::cait::counts(report, depth)[i];
+                    (n > 0).then(|| (depth as f64, ok as f64 / n as f64))
+                })
+                .collect(),
+            color: i,
+            dashed: false,
+        })
+        .collect();
+    Some(Figure {
+        file: "layer_scale_by_depth.png",
+        charts: vec![Chart {
+            title: format!(
+                "success rate against depth at LR {:e}, no warm-up (CaiT's LayerScale, ε = {:e})",
+                report.config.learning_rate, report.config.depth_grid.layer_scale_init
+            ),
+            x_label: "depth L".into(),
+            x_ticks: Some(depths.iter().map(|&d| d as f64).collect()),
+            x_values: Values::Integer,
+            y_label: "success rate (≥ 99% exact, no divergence)".into(),
+            log_x: true,
+            series,
+            ..Chart::default()
+        }],
+        width_each: 760,
         height: 480,
     })
 }

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::claim::Claim;
 use super::config::DemoConfig;
+use crate::experiments::depth_grid::DepthGridRun;
 use crate::experiments::early_gradients::EarlyGradientRun;
 use crate::experiments::expected_gradient::ExpectedGradientRun;
 use crate::experiments::model_update::ModelUpdateRun;
@@ -55,6 +56,9 @@ pub struct DemoReport {
     /// Pre-LN and Peri-LN without warm-up at the LRs above B's (empty when not run).
     #[serde(default)]
     pub divergence_grid: Vec<SweepRun>,
+    /// CaiT's depth grid: Pre-LN with and without LayerScale by depth (empty when not run).
+    #[serde(default)]
+    pub depth_grid: Vec<DepthGridRun>,
     /// Experiment D's runs.
     pub model_update: Vec<ModelUpdateRun>,
     /// D's models after one SGD step (absent from reports written before it existed).

@@ -69,6 +69,8 @@ pub(super) fn tiny_demo() -> DemoConfig {
     config.proxy_grid.sizes = vec![ProxySize::new(8, 1, 1), ProxySize::new(16, 1, 2)];
     config.proxy_grid.steps = 6;
     config.divergence_learning_rates = vec![1e-1];
+    // CaiT's depth grid at B's depth (B's own runs without LayerScale) and one deeper.
+    config.depth_grid.depths = vec![1, 2];
     let d = &mut config.model_update;
     (d.task, d.depths, d.steps, d.batch_size) = (config.probe.task, vec![1, 2], 3, 4);
     d.model = narrow(&d.model, 32);
@@ -104,6 +106,7 @@ fn results(report: &DemoReport) -> Vec<serde_json::Value> {
         json(&report.proxies),
         json(&report.proxy_grid),
         json(&report.divergence_grid),
+        json(&report.depth_grid),
         json(&report.model_update),
         json(&report.sgd_update),
         json(&report.claims),
@@ -155,8 +158,9 @@ fn two_demo_workers_on_one_directory_compute_each_part_once_and_match_one_worker
 }
 
 /// Every part of the tiny demo, as `computed` names them: the nine JSON parts, one run
-/// of B per training pair and seed (warm-up 0), C's runs, and the Fig. 2 grid's runs that
-/// B does not already train (Post-LN at warm-up 0 and LR 1e-2 is B's).
+/// of B per training pair and seed (warm-up 0), C's runs, the Fig. 2 grid's runs that
+/// B does not already train (Post-LN at warm-up 0 and LR 1e-2 is B's), the `--full` grids'
+/// runs, and CaiT's depth grid but for its Pre-LN cell at B's depth (B's run).
 fn part_names(config: &DemoConfig) -> Vec<String> {
     let mut names: Vec<String> = [
         "probe",
@@ -200,6 +204,11 @@ fn part_names(config: &DemoConfig) -> Vec<String> {
     for p in ["pre", "peri"] {
         for s in &config.seeds {
             names.push(format!("{p}-layer-w0-lr1e-1-s{s}"));
+        }
+    }
+    for cell in ["l1-layerscale", "l2", "l2-layerscale"] {
+        for s in &config.seeds {
+            names.push(format!("cait-pre-layer-{cell}-s{s}"));
         }
     }
     names

@@ -28,6 +28,31 @@ pub struct Batch {
 }
 
 impl Batch {
+    /// The batches one after another as one batch of their summed size.
+    ///
+    /// # Panics
+    /// If `parts` is empty or their sequence lengths differ.
+    pub fn concat(parts: &[Batch]) -> Batch {
+        let seq_len = parts.first().expect("Batch::concat: no batches").seq_len;
+        assert!(
+            parts.iter().all(|b| b.seq_len == seq_len),
+            "Batch::concat: sequence lengths differ"
+        );
+        Batch {
+            inputs: parts
+                .iter()
+                .flat_map(|b| b.inputs.iter().copied())
+                .collect(),
+            targets: parts
+                .iter()
+                .flat_map(|b| b.targets.iter().copied())
+                .collect(),
+            mask: parts.iter().flat_map(|b| b.mask.iter().copied()).collect(),
+            batch_size: parts.iter().map(|b| b.batch_size).sum(),
+            seq_len,
+        }
+    }
+
     /// The batch as tensors: `(inputs, targets, mask)`, each `[batch, seq]`.
     pub fn to_tensors<B: Backend>(
         &self,
