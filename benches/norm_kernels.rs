@@ -180,6 +180,23 @@ fn step_fn<B: NormAutodiffBackend, const D: usize>(
     }
 }
 
+/// The median steps of Burn's module, addnorm's and the loss alone (in that order, each
+/// after `warmup` unrecorded steps) for one norm and shape: what both the CPU and the GPU
+/// tables put side by side.
+fn step_times<B: NormAutodiffBackend>(
+    kind: Kind,
+    lead: &[usize],
+    n: usize,
+    (warmup, reps): (usize, usize),
+) -> [Duration; 3] {
+    [
+        Implementation::Burn,
+        Implementation::Addnorm,
+        Implementation::LossOnly,
+    ]
+    .map(|implementation| median(warmup, reps, step_for::<B>(kind, implementation, lead, n)))
+}
+
 fn step_for<B: NormAutodiffBackend>(
     kind: Kind,
     implementation: Implementation,
@@ -406,17 +423,7 @@ fn main() {
             let rows: usize = lead.iter().product();
             let elements = rows * n;
             let reps = repetitions(elements);
-            let burn_time = median(2, reps, step_for::<Ad>(kind, Implementation::Burn, lead, n));
-            let ours = median(
-                2,
-                reps,
-                step_for::<Ad>(kind, Implementation::Addnorm, lead, n),
-            );
-            let loss_only = median(
-                2,
-                reps,
-                step_for::<Ad>(kind, Implementation::LossOnly, lead, n),
-            );
+            let [burn_time, ours, loss_only] = step_times::<Ad>(kind, lead, n, (2, reps));
             let (kernel, warm) = kernel_times(kind, rows, n, reps);
             println!(
                 "{:<13} {:<10} {:>9.2} ms {:>9.2} ms {:>8.1}× {:>8.1} {:>6.0}% {:>9.2} ms {:>9.2} ms {:>9.2} ms {:>6.0}% {:>9.2} ms {:>6.0}%",
@@ -512,22 +519,7 @@ fn gpu_table<B: NormAutodiffBackend>(device: &B::Device, max_reps: usize) {
         for (label, lead, n) in SHAPES {
             let elements = lead.iter().product::<usize>() * n;
             let reps = repetitions(elements).min(max_reps.max(1));
-            let warmup = reps.min(3);
-            let burn_time = median(
-                warmup,
-                reps,
-                step_for::<B>(kind, Implementation::Burn, lead, n),
-            );
-            let ours = median(
-                warmup,
-                reps,
-                step_for::<B>(kind, Implementation::Addnorm, lead, n),
-            );
-            let floor = median(
-                warmup,
-                reps,
-                step_for::<B>(kind, Implementation::LossOnly, lead, n),
-            );
+            let [burn_time, ours, floor] = step_times::<B>(kind, lead, n, (reps.min(3), reps));
             let torch_label = match kind {
                 Kind::Layer => format!("Layer {label}"),
                 Kind::Rms => format!("Rms {label}"),

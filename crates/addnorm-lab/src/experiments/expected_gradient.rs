@@ -153,14 +153,11 @@ pub fn summed_ffn_gradients<B: NormAutodiffBackend>(
         let (inputs, targets, mask) = Batch::concat(&parts).to_tensors::<B>(device);
         let grads = masked_cross_entropy(model.forward(inputs), targets, mask).backward();
         for (sum, w) in sums.iter_mut().zip(&weights) {
+            // g times the union's mean gradient: the sum of its g batch gradients.
             let g = w
                 .grad(&grads)
-                .unwrap_or_else(|| w.val().inner().zeros_like());
-            let g = if group.len() > 1 {
-                g * group.len() as f64
-            } else {
-                g
-            };
+                .unwrap_or_else(|| w.val().inner().zeros_like())
+                * group.len() as f64;
             *sum = Some(match sum.take() {
                 Some(s) => s + g,
                 None => g,

@@ -372,8 +372,12 @@ impl DemoConfig {
 
     /// The Fig. 2 grid's runs: (cell, seed), by cell then seed.
     pub fn grid_runs(&self) -> Vec<(GridCell, u64)> {
-        self.warmup_grid
-            .cells()
+        self.per_seed(self.warmup_grid.cells())
+    }
+
+    /// Each of a grid's `cells` with each seed: (cell, seed), by cell then seed.
+    fn per_seed<C: Copy>(&self, cells: Vec<C>) -> Vec<(C, u64)> {
+        cells
             .into_iter()
             .flat_map(|c| self.seeds.iter().map(move |&s| (c, s)))
             .collect()
@@ -497,11 +501,7 @@ pub(super) fn run_name(p: Placement, n: NormKind, w: usize, s: u64) -> String {
 impl DemoConfig {
     /// The depth grid's runs: (cell, seed), by cell then seed.
     pub fn depth_grid_runs(&self) -> Vec<(DepthCell, u64)> {
-        self.depth_grid
-            .cells()
-            .into_iter()
-            .flat_map(|c| self.seeds.iter().map(move |&s| (c, s)))
-            .collect()
+        self.per_seed(self.depth_grid.cells())
     }
 
     /// Whether B trains this cell's runs itself: B's depth, without LayerScale.
