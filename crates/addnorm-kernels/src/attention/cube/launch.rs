@@ -3,8 +3,8 @@
 //!
 //! # Formula
 //! See [`super::kernels`]. This file adds the max logit, `max_rows row_max` (one Burn
-//! reduction), and the launch geometry: one unit per row of `batch·heads·T`, 64 units a
-//! cube.
+//! reduction), and the launch geometry: cubes of 64 rows of one head, `(⌈T / 64⌉,
+//! batch·heads)` of them, and the tile of rows each cube stages at a time.
 //!
 //! # Shapes
 //! - `q`, `k`, `v`, `grad_output`, output and gradients: `[batch, T, d_model]`, any strides
@@ -24,13 +24,17 @@ use crate::cube::launch::{empty_like, supports};
 /// in local memory. Wider heads take the composite path.
 pub const MAX_D_HEAD: usize = 256;
 
-/// Units per cube.
-const BLOCK: u32 = 64;
+/// The most f32 values one staged tile holds: two tiles fill 16 KiB of shared memory,
+/// the least every Vulkan and WebGPU device offers a cube.
+const TILE_VALUES: usize = 2048;
+
+/// The most cubes along one grid dimension that every runtime accepts.
+const MAX_GRID_DIM: usize = 65_535;
 
 /// The layout of `q`, `k`, `v` when the kernels take them: one float dtype the kernels
 /// read ([`supports`]), equal non-empty `[batch, T, d_model]` shapes, `d_model` a multiple
-/// of the heads, and `d_head ≤` [`MAX_D_HEAD`]. `None` sends the call to the composite
-/// path.
+/// of the heads, `d_head ≤` [`MAX_D_HEAD`] and `batch·heads` within one grid dimension.
+/// `None` sends the call to the composite path.
 pub fn takes(shapes: [&Shape; 3], dtypes: [DType; 3], spec: &AttentionSpec) -> Option<HeadLayout> {
     let dims = shapes[0].as_slice();
     let &[batch, seq, d_model] = dims else {
@@ -38,19 +42,44 @@ pub fn takes(shapes: [&Shape; 3], dtypes: [DType; 3], spec: &AttentionSpec) -> O
     };
     let same =
         shapes.iter().all(|s| s.as_slice() == dims) && dtypes.iter().all(|&d| d == dtypes[0]);
-    let fits = spec.heads > 0 && d_model % spec.heads == 0 && d_model / spec.heads <= MAX_D_HEAD;
+    let fits = spec.heads > 0
+        && d_model % spec.heads == 0
+        && d_model / spec.heads <= MAX_D_HEAD
+        && batch * spec.heads <= MAX_GRID_DIM;
     (same && fits && supports(dtypes[0]) && batch * seq * d_model > 0)
         .then(|| spec.layout([batch, seq, d_model]))
 }
 
-/// The launch geometry for one unit per row of `layout`.
-fn geometry<R: CubeRuntime>(like: &CubeTensor<R>, layout: &HeadLayout) -> (CubeCount, CubeDim) {
-    let rows = layout.batch * layout.heads * layout.seq;
-    let dim = CubeDim::new_1d(BLOCK);
-    (
-        cubecl::calculate_cube_count_elemwise(&like.client, rows, dim),
-        dim,
-    )
+/// The launch geometry and tiling for `layout`: a cube of [`ROWS`](kernels::ROWS) units
+/// per block of rows of one head, cubes `(⌈T / ROWS⌉, batch·heads)`; the other side's rows
+/// staged `tile = clamp(TILE_VALUES / d_head, 1, ROWS)` at a time, `loads = ⌈tile·d_head /
+/// ROWS⌉` values per unit.
+#[derive(Clone, Copy, Debug)]
+struct Geometry {
+    blocks: u32,
+    heads: u32,
+    tile: usize,
+    loads: usize,
+}
+
+impl Geometry {
+    fn new(layout: &HeadLayout) -> Self {
+        let tile = (TILE_VALUES / layout.d_head).clamp(1, kernels::ROWS);
+        Self {
+            blocks: layout.seq.div_ceil(kernels::ROWS) as u32,
+            heads: (layout.batch * layout.heads) as u32,
+            tile,
+            loads: (tile * layout.d_head).div_ceil(kernels::ROWS),
+        }
+    }
+
+    fn count(&self) -> CubeCount {
+        CubeCount::Static(self.blocks, self.heads, 1)
+    }
+
+    fn dim(&self) -> CubeDim {
+        CubeDim::new_1d(kernels::ROWS as u32)
+    }
 }
 
 /// `(output, lse, row_max)`: the forward's output `[batch, T, d_model]`, the per-row
@@ -78,11 +107,11 @@ pub fn forward_rows<R: CubeRuntime>(
         DType::F32,
     );
     let row_max = empty_like(q, Shape::new([rows]), q.dtype);
-    let (count, dim) = geometry(q, &layout);
+    let geometry = Geometry::new(&layout);
     kernels::attention_forward_kernel::launch::<R>(
         &q.client,
-        count,
-        dim,
+        geometry.count(),
+        geometry.dim(),
         q.clone().into_tensor_arg(),
         k.clone().into_tensor_arg(),
         v.clone().into_tensor_arg(),
@@ -93,6 +122,8 @@ pub fn forward_rows<R: CubeRuntime>(
         spec.scale as f32,
         spec.softcap.unwrap_or(1.0) as f32,
         layout.d_head,
+        geometry.tile,
+        geometry.loads,
         spec.causal,
         spec.softcap.is_some(),
         q.dtype.into(),
@@ -151,12 +182,12 @@ pub fn backward<R: CubeRuntime>(
     );
     let [dq, dk, dv] = [(); 3].map(|()| empty_like(q, q.shape(), q.dtype));
     let delta = empty_like(q, Shape::new([rows]), DType::F32);
-    let (count, dim) = geometry(q, &layout);
+    let geometry = Geometry::new(&layout);
     let arg = |t: &CubeTensor<R>| t.clone().into_tensor_arg();
     kernels::attention_backward_query_kernel::launch::<R>(
         &q.client,
-        count.clone(),
-        dim,
+        geometry.count(),
+        geometry.dim(),
         arg(q),
         arg(k),
         arg(v),
@@ -169,14 +200,16 @@ pub fn backward<R: CubeRuntime>(
         spec.scale as f32,
         spec.softcap.unwrap_or(1.0) as f32,
         layout.d_head,
+        geometry.tile,
+        geometry.loads,
         spec.causal,
         spec.softcap.is_some(),
         q.dtype.into(),
     );
     kernels::attention_backward_key_kernel::launch::<R>(
         &q.client,
-        count,
-        dim,
+        geometry.count(),
+        geometry.dim(),
         arg(q),
         arg(k),
         arg(v),
@@ -189,6 +222,8 @@ pub fn backward<R: CubeRuntime>(
         spec.scale as f32,
         spec.softcap.unwrap_or(1.0) as f32,
         layout.d_head,
+        geometry.tile,
+        geometry.loads,
         spec.causal,
         spec.softcap.is_some(),
         q.dtype.into(),

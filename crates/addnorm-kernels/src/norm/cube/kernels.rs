@@ -28,7 +28,9 @@
 //!   reduces A, B (and σ² for `AddedToStd`) in shared memory, then writes dx and adds the
 //!   row's dγ/dβ contributions into the cube's own row of the `[cubes, n]` partial sums.
 //!   Each partial entry belongs to exactly one unit, so no atomics are needed.
-//! - [`sum_partials_kernel`](fn@sum_partials_kernel) then adds the `cubes` partial rows per feature.
+//! - [`sum_partials_kernel`](fn@sum_partials_kernel) then adds the `cubes` partial rows per
+//!   feature: 16 features a cube, 16 lanes per feature, each lane a strided share of the
+//!   rows, so a row width of 1024 keeps 64 cubes busy instead of 4 serial walks.
 //!
 //! # Shapes
 //! - `x`, `dy`, `output`, `dx`: `[rows, n]`, any strides
@@ -311,20 +313,50 @@ pub fn norm_rows_backward_kernel<F: Float, P: Float>(
     }
 }
 
-/// Column sums of `partial: [cubes, n]` into `sums: [n]`, one unit per feature.
+/// Features per cube of [`sum_partials_kernel`](fn@sum_partials_kernel) (its `x` units).
+pub const SUM_FEATURES: usize = 16;
+
+/// Lanes per feature of [`sum_partials_kernel`](fn@sum_partials_kernel) (its `y` units):
+/// each sums every `SUM_LANES`-th partial row.
+pub const SUM_LANES: usize = 16;
+
+/// Column sums of `partial: [cubes, n]` into `sums: [n]`. A cube of `SUM_FEATURES ×
+/// SUM_LANES` units takes `SUM_FEATURES` consecutive features; lane `y` adds partial rows
+/// `y, y + SUM_LANES, …` four at a time (independent loads a GPU overlaps), and lane 0 adds
+/// the lanes' totals through shared memory, in lane order.
 #[cube(launch)]
 pub fn sum_partials_kernel(partial: &Tensor<f32>, sums: &mut Tensor<f32>) {
-    let j = ABSOLUTE_POS;
     let n = sums.len();
-    if j >= n {
-        terminate!();
-    }
+    let feature = UNIT_POS_X as usize;
+    let lane = UNIT_POS_Y as usize;
+    let block = (CUBE_POS_Y * CUBE_COUNT_X + CUBE_POS_X) as usize;
+    let j = block * SUM_FEATURES + feature;
     let cubes = partial.shape(0);
+    let mut shared = SharedMemory::<f32>::new(SUM_FEATURES * SUM_LANES);
     let mut total = 0.0f32;
-    let mut cube = 0usize;
-    while cube < cubes {
-        total += partial[cube * n + j];
-        cube += 1;
+    if j < n {
+        let mut cube = lane;
+        while cube + 3 * SUM_LANES < cubes {
+            let a = partial[cube * n + j];
+            let b = partial[(cube + SUM_LANES) * n + j];
+            let c = partial[(cube + 2 * SUM_LANES) * n + j];
+            let d = partial[(cube + 3 * SUM_LANES) * n + j];
+            total += (a + b) + (c + d);
+            cube += 4 * SUM_LANES;
+        }
+        while cube < cubes {
+            total += partial[cube * n + j];
+            cube += SUM_LANES;
+        }
     }
-    sums[j] = total;
+    shared[lane * SUM_FEATURES + feature] = total;
+    sync_cube();
+    if lane == 0 && j < n {
+        let mut sum = 0.0f32;
+        #[unroll]
+        for other in 0..SUM_LANES {
+            sum += shared[other * SUM_FEATURES + feature];
+        }
+        sums[j] = sum;
+    }
 }

@@ -208,8 +208,10 @@ where
 /// `Σ_cubes partial[cube, j]` for each of the `n` features, as an f32 `[n]` tensor.
 fn sum_partials<R: CubeRuntime>(partial: CubeTensor<R>, n: usize) -> CubeTensor<R> {
     let sums = empty_like(&partial, Shape::new([n]), DType::F32);
-    let cube_dim = CubeDim::new_1d(MAX_BLOCK);
-    let cube_count = cubecl::calculate_cube_count_elemwise(&partial.client, n, cube_dim);
+    let cube_dim = CubeDim::new_2d(kernels::SUM_FEATURES as u32, kernels::SUM_LANES as u32);
+    let blocks = n.div_ceil(kernels::SUM_FEATURES);
+    let grid_x = blocks.min(MAX_GRID_DIM);
+    let cube_count = CubeCount::Static(grid_x as u32, blocks.div_ceil(grid_x) as u32, 1);
     kernels::sum_partials_kernel::launch::<R>(
         &partial.client,
         cube_count,
