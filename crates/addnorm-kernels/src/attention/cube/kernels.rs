@@ -20,28 +20,39 @@
 //! Arithmetic is in f32 whatever the storage type `F`; `lse`, `Δ` are f32.
 //!
 //! # Work division
-//! One unit per row (query row forward and for dQ, key row for dK/dV), [`ROWS`] = 64 rows
-//! of one head a cube: cube `(x, y)` takes rows `x·64 .. x·64 + 64` of head
-//! `y = b·heads + h`. A unit keeps its row's `d_head` values and accumulators in local
-//! arrays (`d_head` is a compile-time constant, at most [`super::launch::MAX_D_HEAD`]).
-//! The rows it pairs with (keys and values for a query, queries and output gradients for
-//! a key) pass through shared memory `tile` rows at a time: the cube stages a tile with
-//! coalesced loads, syncs, and every unit then walks the tile's rows it sees, reading them
-//! as broadcasts. Global memory is read once per cube instead of once per unit, which is
-//! what a GPU needs (one unit per row reading its keys from global memory ran 28× slower
-//! than PyTorch's SDPA at T = 1024 on an H100). `tile = clamp(2048 / d_head, 1, 64)`, so
-//! two staged tiles fill at most 16 KiB, the least any Vulkan or WebGPU device offers.
-//! Causal cubes stop at their last row's keys (forward, dQ) or start at their first key's
-//! queries (dK, dV).
+//! [`ROWS`](super::tiles::ROWS) = 64 rows of one head a cube (query rows forward and for
+//! dQ, key rows for dK/dV): cube `(x, y)` takes rows `x·64 .. x·64 + 64` of head
+//! `y = b·heads + h`, with `split` units a row (1, or 4 on a device with plane operations
+//! and `d_head` a multiple of 4). Unit `p` of a row holds the row's features
+//! `d ≡ p (mod split)`, of its own row (query, output gradient, key, value) and of its
+//! accumulators, in local arrays unrolled into registers (`d_head` is a compile-time
+//! constant, at most [`super::launch::MAX_D_HEAD`]). A dot product over the row is the
+//! `split` units' partial sums, exchanged within the plane (`plane_shuffle_xor` with masks
+//! 1 and 2): float addition is commutative, so every unit of the row ends with the same
+//! bits, `(a₀ + a₁) + (a₂ + a₃)`, and updates the row's running max and sum alike.
 //!
-//! The loops over the `d_head` features are unrolled: the arrays then live in registers
-//! on a GPU, and the only run-time loops are the ones over tiles and their rows, so the
-//! dot products' four interleaved partial sums are independent chains. Unrolling matters
-//! on Mesa's llvmpipe too, which stops any shader loop after 65 535 iterations *in
-//! total*: with rolled feature loops, rows past `i ≈ 65 536 / (2·d_head)` came out wrong
-//! (found by the T = 1000, `d_head` = 64 fixture). The key kernel owns its dK and dV rows
-//! outright, so no unit writes where another does: no atomics, and nothing of size `T²`
-//! is ever stored.
+//! The rows a row pairs with (keys and values for a query, queries and output gradients
+//! for a key) pass through shared memory `tile` rows at a time: the cube stages a tile with
+//! coalesced loads, syncs, and every unit then walks every staged row, reading it as
+//! broadcasts. A row that its unit does not see (the causal mask) adds nothing, but is
+//! walked all the same: the plane exchanges need every unit of a plane, so the loops have
+//! the same trip count across the cube. Causal cubes stop at their last row's keys
+//! (forward, dQ) or start at their first key's queries (dK, dV). `tile = clamp(2048 /
+//! d_head, 1, 64)`, so two staged tiles fill at most 16 KiB, the least any Vulkan or WebGPU
+//! device offers.
+//!
+//! Why: one unit per row reading its keys from global memory ran 28× slower than PyTorch's
+//! SDPA at T = 1024 on an H100; staged through shared memory, one unit per row still holds
+//! two to four arrays of `d_head` values (240–255 registers at `d_head = 64`), which leaves
+//! a multiprocessor 8 warps, and `batch·heads·T` rows are too few units to fill a GPU. Four
+//! units a row hold a quarter each, and are four times as many (kernels' PERFORMANCE.md
+//! §15).
+//!
+//! Only the tile and row loops are run-time loops. That matters on Mesa's llvmpipe too,
+//! which stops any shader loop after 65 535 iterations *in total*: with rolled feature
+//! loops, rows past `i ≈ 65 536 / (2·d_head)` came out wrong (found by the T = 1000,
+//! `d_head` = 64 fixture). The key kernel owns its dK and dV rows outright, so no unit
+//! writes where another does: no atomics, and nothing of size `T²` is ever stored.
 //!
 //! # Shapes
 //! - `q`, `k`, `v`, `output`, `grad_output`, `dq`, `dk`, `dv`: `[batch, T, d_model]`, any
@@ -54,219 +65,124 @@
 
 use cubecl::prelude::*;
 
-/// Rows (query rows forward and for dQ, key rows for dK/dV) per cube: one unit each.
-pub const ROWS: usize = 64;
+use super::tiles::{HeadRow, head_block, head_row, keys_end, rows_below, soft_cap, stage, zeros};
 
-/// The cube's place: batch element `b`, head `h`, the unit's row `i` of the head, and
-/// whether `i < T` (units past the end stage tiles but store nothing).
-#[derive(CubeType, Clone, Copy)]
-pub struct HeadBlock {
-    /// Batch element.
-    b: usize,
-    /// Head.
-    h: usize,
-    /// The cube's first row.
-    first: usize,
-    /// The unit's row (clamped to `T − 1` for a unit past the end, so reads stay inside).
-    i: usize,
-    /// Whether the unit's row exists.
-    active: bool,
-    /// The unit's index into `lse`, `Δ` and `row_max`: `(b·heads + h)·T + i`.
-    row: usize,
-}
-
-/// The cube's [`HeadBlock`]: cube `(x, y)` holds rows `x·ROWS ..` of head `y = b·heads + h`.
+/// The unit's share of a row: features `part, part + split, …`, times `factor`.
 #[cube]
-fn head_block(heads: usize, seq: usize) -> HeadBlock {
-    let bh = CUBE_POS_Y as usize;
-    let first = CUBE_POS_X as usize * ROWS;
-    let unit_row = first + UNIT_POS_X as usize;
-    let active = unit_row < seq;
-    let mut i = unit_row;
-    if !active {
-        i = seq - 1;
-    }
-    HeadBlock {
-        b: bh / heads,
-        h: bh % heads,
-        first,
-        i,
-        active,
-        row: bh * seq + i,
-    }
-}
-
-/// How many of a tile's `tile` rows from `start` lie below `limit`.
-#[cube]
-fn rows_below(limit: usize, start: usize, #[comptime] tile: usize) -> usize {
-    let mut count = 0usize;
-    if limit > start {
-        count = limit - start;
-        if count > tile {
-            count = tile;
-        }
-    }
-    count
-}
-
-/// Where one head's row starts in a `[batch, T, d_model]` tensor, and its column stride.
-#[derive(CubeType, Clone, Copy)]
-pub struct HeadRow {
-    /// The offset of element `(b, i, h·d_head)`.
-    start: usize,
-    /// The stride between consecutive features.
-    step: usize,
-}
-
-/// Row `i` of head `h` (columns from `column`) of batch element `b` in `t`.
-#[cube]
-fn head_row<F: Float>(t: &Tensor<F>, b: usize, i: usize, column: usize) -> HeadRow {
-    HeadRow {
-        start: b * t.stride(0) + i * t.stride(1) + column * t.stride(2),
-        step: t.stride(2),
-    }
-}
-
-/// The row's `d_head` values, times `factor`, into a fresh local array.
-#[cube]
-fn load<F: Float>(
+fn load_share<F: Float>(
     t: &Tensor<F>,
     row: HeadRow,
+    part: usize,
     factor: f32,
-    #[comptime] d_head: usize,
+    #[comptime] share: usize,
+    #[comptime] split: usize,
 ) -> Array<f32> {
-    let mut values = Array::<f32>::new(d_head);
+    let mut values = Array::<f32>::new(share);
     #[unroll]
-    for d in 0..d_head {
-        values[d] = f32::cast_from(t[row.start + d * row.step]) * factor;
+    for s in 0..share {
+        values[s] = f32::cast_from(t[row.start + (part + s * split) * row.step]) * factor;
     }
     values
 }
 
-/// A fresh local array of `d_head` zeros.
+/// `t[row, part + s·split] = acc[s]·factor`.
 #[cube]
-fn zeros(#[comptime] d_head: usize) -> Array<f32> {
-    let mut values = Array::<f32>::new(d_head);
+#[allow(clippy::too_many_arguments)]
+fn store_share<F: Float>(
+    t: &mut Tensor<F>,
+    row: HeadRow,
+    part: usize,
+    acc: &Array<f32>,
+    factor: f32,
+    #[comptime] share: usize,
+    #[comptime] split: usize,
+) {
     #[unroll]
-    for d in 0..d_head {
-        values[d] = 0.0;
+    for s in 0..share {
+        t[row.start + (part + s * split) * row.step] = F::cast_from(acc[s] * factor);
     }
-    values
 }
 
-/// `Σ_d a[d]·t[row, d]`, from global memory.
+/// The row's total of its `split` units' `partial` sums (1, 2 or 4 units), the same bits
+/// in each of them. With more than one unit a row, every unit of the plane must reach it.
 #[cube]
-fn dot<F: Float>(a: &Array<f32>, t: &Tensor<F>, row: HeadRow, #[comptime] d_head: usize) -> f32 {
+fn row_total(partial: f32, #[comptime] split: usize) -> f32 {
+    let mut total = partial;
+    if split >= 2 {
+        total += plane_shuffle_xor(total, 1u32);
+    }
+    if split >= 4 {
+        total += plane_shuffle_xor(total, 2u32);
+    }
+    total
+}
+
+/// `Σ_d a[d]·t[row, d]` over the whole row (global memory), `a` the unit's share.
+#[cube]
+fn row_dot<F: Float>(
+    a: &Array<f32>,
+    t: &Tensor<F>,
+    row: HeadRow,
+    part: usize,
+    #[comptime] share: usize,
+    #[comptime] split: usize,
+) -> f32 {
     let mut sum = 0.0f32;
     #[unroll]
-    for d in 0..d_head {
-        sum += a[d] * f32::cast_from(t[row.start + d * row.step]);
+    for s in 0..share {
+        sum += a[s] * f32::cast_from(t[row.start + (part + s * split) * row.step]);
     }
-    sum
+    row_total(sum, split)
 }
 
-/// `Σ_d a[d]·tile[offset + d]`, in four interleaved partial sums (independent chains a GPU
-/// can overlap), added pairwise at the end.
+/// `Σ_d a[d]·tile[offset + d]` over the whole row (a staged row), `a` the unit's share;
+/// each unit's part in four interleaved chains (independent, so a GPU overlaps them),
+/// added pairwise.
 #[cube]
-fn dot_tile(
+fn row_dot_tile(
     a: &Array<f32>,
     tile: &SharedMemory<f32>,
     offset: usize,
-    #[comptime] d_head: usize,
+    part: usize,
+    #[comptime] share: usize,
+    #[comptime] split: usize,
 ) -> f32 {
-    let mut lanes = Array::<f32>::new(4usize);
+    let mut chains = Array::<f32>::new(4usize);
     #[unroll]
-    for lane in 0..4usize {
-        lanes[lane] = 0.0;
+    for c in 0..4usize {
+        chains[c] = 0.0;
     }
     #[unroll]
-    for d in 0..d_head {
-        lanes[d % 4usize] += a[d] * tile[offset + d];
+    for s in 0..share {
+        chains[s % 4usize] += a[s] * tile[offset + part + s * split];
     }
-    (lanes[0usize] + lanes[1usize]) + (lanes[2usize] + lanes[3usize])
+    row_total(
+        (chains[0usize] + chains[1usize]) + (chains[2usize] + chains[3usize]),
+        split,
+    )
 }
 
-/// `acc[d] = acc[d]·keep + weight·tile[offset + d]`.
+/// `acc[s] = acc[s]·keep + weight·tile[offset + part + s·split]`.
 #[cube]
-fn scale_add_tile(
+#[allow(clippy::too_many_arguments)]
+fn scale_add_share(
     acc: &mut Array<f32>,
     keep: f32,
     weight: f32,
     tile: &SharedMemory<f32>,
     offset: usize,
-    #[comptime] d_head: usize,
+    part: usize,
+    #[comptime] share: usize,
+    #[comptime] split: usize,
 ) {
     #[unroll]
-    for d in 0..d_head {
-        acc[d] = acc[d] * keep + weight * tile[offset + d];
+    for s in 0..share {
+        acc[s] = acc[s] * keep + weight * tile[offset + part + s * split];
     }
 }
 
-/// `t[row, d] = acc[d]·factor`.
-#[cube]
-fn store<F: Float>(
-    t: &mut Tensor<F>,
-    row: HeadRow,
-    acc: &Array<f32>,
-    factor: f32,
-    #[comptime] d_head: usize,
-) {
-    #[unroll]
-    for d in 0..d_head {
-        t[row.start + d * row.step] = F::cast_from(acc[d] * factor);
-    }
-}
-
-/// Copies rows `start .. start + tile` of head columns `column ..` of batch element `b` of
-/// `t` into `staged` (`[tile, d_head]`, f32; rows past `T` as zeros). Every unit of the cube
-/// takes `loads` elements, consecutive units consecutive features, so the reads coalesce.
-/// The caller syncs the cube before (nobody still reads `staged`) and after.
-#[cube]
-#[allow(clippy::too_many_arguments)]
-fn stage<F: Float>(
-    t: &Tensor<F>,
-    staged: &mut SharedMemory<f32>,
-    b: usize,
-    start: usize,
-    column: usize,
-    #[comptime] d_head: usize,
-    #[comptime] tile: usize,
-    #[comptime] loads: usize,
-) {
-    let seq = t.shape(1);
-    let unit = UNIT_POS_X as usize;
-    let base = b * t.stride(0) + column * t.stride(2);
-    #[unroll]
-    for load in 0..loads {
-        let e = unit + load * ROWS;
-        if e < tile * d_head {
-            let key = start + e / d_head;
-            let mut value = 0.0f32;
-            if key < seq {
-                value = f32::cast_from(t[base + key * t.stride(1) + (e % d_head) * t.stride(2)]);
-            }
-            staged[e] = value;
-        }
-    }
-}
-
-/// A logit through the soft cap `c·tanh(s/c)`, with the cap's slope `1 − tanh²(s/c)`;
-/// `(s, 1)` unchanged when not `capped`.
-#[cube]
-fn soft_cap(raw: f32, cap: f32, #[comptime] capped: bool) -> (f32, f32) {
-    let mut s = raw;
-    let mut slope = 1.0f32;
-    if capped {
-        let t = f32::tanh(raw / cap);
-        s = cap * t;
-        slope = 1.0 - t * t;
-    }
-    (s, slope)
-}
-
-/// The forward: `output`, and per row `lse` and the largest logit `row_max`. One unit per
-/// query row, [`ROWS`] a cube; the keys and values its rows see pass through shared memory
-/// `tile` rows at a time (see the [module docs](self)).
+/// The forward: `output`, and per row `lse` and the largest logit `row_max`; `split`
+/// units a query row (see the [module docs](self)).
 #[cube(launch)]
 #[allow(clippy::too_many_arguments)]
 pub fn attention_forward_kernel<F: Float>(
@@ -280,6 +196,8 @@ pub fn attention_forward_kernel<F: Float>(
     scale: f32,
     cap: f32,
     #[comptime] d_head: usize,
+    #[comptime] share: usize,
+    #[comptime] split: usize,
     #[comptime] tile: usize,
     #[comptime] loads: usize,
     #[comptime] causal: bool,
@@ -287,44 +205,53 @@ pub fn attention_forward_kernel<F: Float>(
     #[define(F)] _dtype: StorageType,
 ) {
     let seq = q.shape(1);
-    let at = head_block(heads as usize, seq);
+    let at = head_block(heads as usize, seq, split);
     let column = at.h * d_head;
-    let query = load::<F>(q, head_row::<F>(q, at.b, at.i, column), scale, d_head);
+    let query = load_share::<F>(
+        q,
+        head_row::<F>(q, at.b, at.i, column),
+        at.part,
+        scale,
+        share,
+        split,
+    );
     let mut k_tile = SharedMemory::<f32>::new(tile * d_head);
     let mut v_tile = SharedMemory::<f32>::new(tile * d_head);
 
     // Key 0 is visible to every query: its logit seeds the running max (any visible logit
     // would do; the max ends as the largest), with nothing summed yet.
+    let first_key = head_row::<F>(k, at.b, 0, column);
     let (mut m, _) = soft_cap(
-        dot::<F>(&query, k, head_row::<F>(k, at.b, 0, column), d_head),
+        row_dot::<F>(&query, k, first_key, at.part, share, split),
         cap,
         capped,
     );
     let mut l = 0.0f32;
-    let mut acc = zeros(d_head);
+    let mut acc = zeros(share);
     let visible = if causal { at.i + 1 } else { seq };
-    let mut end = seq;
-    if causal {
-        // No row of the cube sees a key past its last row.
-        if at.first + ROWS < seq {
-            end = at.first + ROWS;
-        }
-    }
+    let end = keys_end(at.first, seq, causal);
     let mut start = 0usize;
     while start < end {
         stage::<F>(k, &mut k_tile, at.b, start, column, d_head, tile, loads);
         stage::<F>(v, &mut v_tile, at.b, start, column, d_head, tile, loads);
         sync_cube();
-        let count = rows_below(visible, start, tile);
+        let count = rows_below(end, start, tile);
         let mut j = 0usize;
         while j < count {
-            let (s, _) = soft_cap(dot_tile(&query, &k_tile, j * d_head, d_head), cap, capped);
-            let m_new = f32::max(m, s);
-            let keep = f32::exp(m - m_new);
-            let p = f32::exp(s - m_new);
-            l = l * keep + p;
-            scale_add_tile(&mut acc, keep, p, &v_tile, j * d_head, d_head);
-            m = m_new;
+            let offset = j * d_head;
+            let (s, _) = soft_cap(
+                row_dot_tile(&query, &k_tile, offset, at.part, share, split),
+                cap,
+                capped,
+            );
+            if start + j < visible {
+                let m_new = f32::max(m, s);
+                let keep = f32::exp(m - m_new);
+                let p = f32::exp(s - m_new);
+                l = l * keep + p;
+                scale_add_share(&mut acc, keep, p, &v_tile, offset, at.part, share, split);
+                m = m_new;
+            }
             j += 1;
         }
         sync_cube();
@@ -332,14 +259,16 @@ pub fn attention_forward_kernel<F: Float>(
     }
     if at.active {
         let out = head_row::<F>(output, at.b, at.i, column);
-        store::<F>(output, out, &acc, 1.0 / l, d_head);
-        lse[at.row] = m + f32::ln(l);
-        row_max[at.row] = F::cast_from(m);
+        store_share::<F>(output, out, at.part, &acc, 1.0 / l, share, split);
+        if at.part == 0 {
+            lse[at.row] = m + f32::ln(l);
+            row_max[at.row] = F::cast_from(m);
+        }
     }
 }
 
-/// The backward for the queries: `dq` and, per row, `Δ = o·do` for the key kernel. One unit
-/// per query row; keys and values staged as in the forward.
+/// The backward for the queries: `dq` and, per row, `Δ = o·do` for the key kernel; `split`
+/// units a query row.
 #[cube(launch)]
 #[allow(clippy::too_many_arguments)]
 pub fn attention_backward_query_kernel<F: Float>(
@@ -355,6 +284,8 @@ pub fn attention_backward_query_kernel<F: Float>(
     scale: f32,
     cap: f32,
     #[comptime] d_head: usize,
+    #[comptime] share: usize,
+    #[comptime] split: usize,
     #[comptime] tile: usize,
     #[comptime] loads: usize,
     #[comptime] causal: bool,
@@ -362,73 +293,61 @@ pub fn attention_backward_query_kernel<F: Float>(
     #[define(F)] _dtype: StorageType,
 ) {
     let seq = q.shape(1);
-    let at = head_block(heads as usize, seq);
+    let at = head_block(heads as usize, seq, split);
     let column = at.h * d_head;
-    let query = load::<F>(q, head_row::<F>(q, at.b, at.i, column), scale, d_head);
-    let dout = load::<F>(
-        grad_output,
-        head_row::<F>(grad_output, at.b, at.i, column),
-        1.0,
-        d_head,
+    let query = load_share::<F>(
+        q,
+        head_row::<F>(q, at.b, at.i, column),
+        at.part,
+        scale,
+        share,
+        split,
     );
-    let d_i = dot::<F>(
-        &dout,
-        output,
-        head_row::<F>(output, at.b, at.i, column),
-        d_head,
-    );
+    let out_row = head_row::<F>(grad_output, at.b, at.i, column);
+    let dout = load_share::<F>(grad_output, out_row, at.part, 1.0, share, split);
+    let output_row = head_row::<F>(output, at.b, at.i, column);
+    let d_i = row_dot::<F>(&dout, output, output_row, at.part, share, split);
     let lse_i = lse[at.row];
     let mut k_tile = SharedMemory::<f32>::new(tile * d_head);
     let mut v_tile = SharedMemory::<f32>::new(tile * d_head);
 
-    let mut acc = zeros(d_head);
+    let mut acc = zeros(share);
     let visible = if causal { at.i + 1 } else { seq };
-    let mut end = seq;
-    if causal {
-        // No row of the cube sees a key past its last row.
-        if at.first + ROWS < seq {
-            end = at.first + ROWS;
-        }
-    }
+    let end = keys_end(at.first, seq, causal);
     let mut start = 0usize;
     while start < end {
         stage::<F>(k, &mut k_tile, at.b, start, column, d_head, tile, loads);
         stage::<F>(v, &mut v_tile, at.b, start, column, d_head, tile, loads);
         sync_cube();
-        let count = rows_below(visible, start, tile);
+        let count = rows_below(end, start, tile);
         let mut j = 0usize;
         while j < count {
             let offset = j * d_head;
-            let (s, slope) = soft_cap(dot_tile(&query, &k_tile, offset, d_head), cap, capped);
-            let p = f32::exp(s - lse_i);
-            let dp = dot_tile(&dout, &v_tile, offset, d_head);
-            scale_add_tile(
-                &mut acc,
-                1.0,
-                p * (dp - d_i) * slope,
-                &k_tile,
-                offset,
-                d_head,
+            let (s, slope) = soft_cap(
+                row_dot_tile(&query, &k_tile, offset, at.part, share, split),
+                cap,
+                capped,
             );
+            let dp = row_dot_tile(&dout, &v_tile, offset, at.part, share, split);
+            if start + j < visible {
+                let ds = f32::exp(s - lse_i) * (dp - d_i) * slope;
+                scale_add_share(&mut acc, 1.0, ds, &k_tile, offset, at.part, share, split);
+            }
             j += 1;
         }
         sync_cube();
         start += tile;
     }
     if at.active {
-        store::<F>(
-            dq,
-            head_row::<F>(dq, at.b, at.i, column),
-            &acc,
-            scale,
-            d_head,
-        );
-        delta[at.row] = d_i;
+        let dq_row = head_row::<F>(dq, at.b, at.i, column);
+        store_share::<F>(dq, dq_row, at.part, &acc, scale, share, split);
+        if at.part == 0 {
+            delta[at.row] = d_i;
+        }
     }
 }
 
-/// The backward for the keys: `dk` and `dv`. One unit per key row; the queries and output
-/// gradients that see its keys are staged `tile` rows at a time. Run after
+/// The backward for the keys: `dk` and `dv`; `split` units a key row. Run after
 /// [`attention_backward_query_kernel`](fn@attention_backward_query_kernel), whose `delta` it
 /// reads.
 #[cube(launch)]
@@ -446,6 +365,8 @@ pub fn attention_backward_key_kernel<F: Float>(
     scale: f32,
     cap: f32,
     #[comptime] d_head: usize,
+    #[comptime] share: usize,
+    #[comptime] split: usize,
     #[comptime] tile: usize,
     #[comptime] loads: usize,
     #[comptime] causal: bool,
@@ -453,20 +374,37 @@ pub fn attention_backward_key_kernel<F: Float>(
     #[define(F)] _dtype: StorageType,
 ) {
     let seq = q.shape(1);
-    let at = head_block(heads as usize, seq);
+    let at = head_block(heads as usize, seq, split);
     let column = at.h * d_head;
-    let key = load::<F>(k, head_row::<F>(k, at.b, at.i, column), scale, d_head);
-    let value = load::<F>(v, head_row::<F>(v, at.b, at.i, column), 1.0, d_head);
+    let key = load_share::<F>(
+        k,
+        head_row::<F>(k, at.b, at.i, column),
+        at.part,
+        scale,
+        share,
+        split,
+    );
+    let value = load_share::<F>(
+        v,
+        head_row::<F>(v, at.b, at.i, column),
+        at.part,
+        1.0,
+        share,
+        split,
+    );
     let head_start = at.row - at.i;
     let mut q_tile = SharedMemory::<f32>::new(tile * d_head);
     let mut do_tile = SharedMemory::<f32>::new(tile * d_head);
 
-    let mut acc_k = zeros(d_head);
-    let mut acc_v = zeros(d_head);
-    // Causal: no query before the cube's first key sees any of its keys.
+    let mut acc_k = zeros(share);
+    let mut acc_v = zeros(share);
+    // Causal: no query before the cube's first key sees any of its keys, and the unit's
+    // own key is seen from query `at.i` on.
     let mut start = 0usize;
+    let mut first_query = 0usize;
     if causal {
         start = at.first;
+        first_query = at.i;
     }
     while start < seq {
         stage::<F>(q, &mut q_tile, at.b, start, column, d_head, tile, loads);
@@ -482,42 +420,30 @@ pub fn attention_backward_key_kernel<F: Float>(
         );
         sync_cube();
         let count = rows_below(seq, start, tile);
-        // Causal: the unit's key is seen from query `at.i` on.
-        let mut first_query = 0usize;
-        if causal {
-            first_query = at.i;
-        }
         let mut i = 0usize;
-        if first_query > start {
-            i = first_query - start;
-        }
         while i < count {
             let offset = i * d_head;
-            let (s, slope) = soft_cap(dot_tile(&key, &q_tile, offset, d_head), cap, capped);
-            let p = f32::exp(s - lse[head_start + start + i]);
-            scale_add_tile(&mut acc_v, 1.0, p, &do_tile, offset, d_head);
-            let dp = dot_tile(&value, &do_tile, offset, d_head);
-            let ds = p * (dp - delta[head_start + start + i]) * slope;
-            scale_add_tile(&mut acc_k, 1.0, ds, &q_tile, offset, d_head);
+            let (s, slope) = soft_cap(
+                row_dot_tile(&key, &q_tile, offset, at.part, share, split),
+                cap,
+                capped,
+            );
+            let dp = row_dot_tile(&value, &do_tile, offset, at.part, share, split);
+            if start + i >= first_query {
+                let p = f32::exp(s - lse[head_start + start + i]);
+                scale_add_share(&mut acc_v, 1.0, p, &do_tile, offset, at.part, share, split);
+                let ds = p * (dp - delta[head_start + start + i]) * slope;
+                scale_add_share(&mut acc_k, 1.0, ds, &q_tile, offset, at.part, share, split);
+            }
             i += 1;
         }
         sync_cube();
         start += tile;
     }
     if at.active {
-        store::<F>(
-            dk,
-            head_row::<F>(dk, at.b, at.i, column),
-            &acc_k,
-            scale,
-            d_head,
-        );
-        store::<F>(
-            dv,
-            head_row::<F>(dv, at.b, at.i, column),
-            &acc_v,
-            1.0,
-            d_head,
-        );
+        let dk_row = head_row::<F>(dk, at.b, at.i, column);
+        store_share::<F>(dk, dk_row, at.part, &acc_k, scale, share, split);
+        let dv_row = head_row::<F>(dv, at.b, at.i, column);
+        store_share::<F>(dv, dv_row, at.part, &acc_v, 1.0, share, split);
     }
 }

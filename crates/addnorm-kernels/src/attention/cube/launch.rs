@@ -14,9 +14,10 @@ use burn::tensor::{DType, Shape, TensorMetadata, ops::FloatTensorOps};
 use burn_cubecl::{
     BoolElement, CubeBackend, CubeRuntime, FloatElement, IntElement, tensor::CubeTensor,
 };
-use cubecl::prelude::*;
+use cubecl::{features::Plane, prelude::*};
 
 use super::kernels;
+use super::tiles::ROWS;
 use crate::attention::spec::{AttentionSpec, HeadLayout};
 use crate::cube::launch::{empty_like, supports};
 
@@ -50,26 +51,41 @@ pub fn takes(shapes: [&Shape; 3], dtypes: [DType; 3], spec: &AttentionSpec) -> O
         .then(|| spec.layout([batch, seq, d_model]))
 }
 
-/// The launch geometry and tiling for `layout`: a cube of [`ROWS`](kernels::ROWS) units
-/// per block of rows of one head, cubes `(⌈T / ROWS⌉, batch·heads)`; the other side's rows
-/// staged `tile = clamp(TILE_VALUES / d_head, 1, ROWS)` at a time, `loads = ⌈tile·d_head /
-/// ROWS⌉` values per unit.
+/// Units a row where the device has plane operations and `d_head` is a multiple of it.
+const PLANE_SPLIT: usize = 4;
+
+/// The launch geometry and tiling for `layout`: cubes `(⌈T / ROWS⌉, batch·heads)` of
+/// [`ROWS`] rows of one head, `split` units a row ([`PLANE_SPLIT`] where the device has
+/// plane operations and `d_head` is a multiple of it, else 1), each holding `share =
+/// d_head / split` features of its row; the other side's rows staged `tile = clamp(
+/// TILE_VALUES / d_head, 1, ROWS)` at a time, `loads = ⌈tile·d_head / (ROWS·split)⌉`
+/// values per unit.
 #[derive(Clone, Copy, Debug)]
 struct Geometry {
     blocks: u32,
     heads: u32,
+    split: usize,
+    share: usize,
     tile: usize,
     loads: usize,
 }
 
 impl Geometry {
-    fn new(layout: &HeadLayout) -> Self {
-        let tile = (TILE_VALUES / layout.d_head).clamp(1, kernels::ROWS);
+    fn new<R: CubeRuntime>(layout: &HeadLayout, like: &CubeTensor<R>) -> Self {
+        let planes = like.client.properties().features.plane.contains(Plane::Ops);
+        let split = if planes && layout.d_head.is_multiple_of(PLANE_SPLIT) {
+            PLANE_SPLIT
+        } else {
+            1
+        };
+        let tile = (TILE_VALUES / layout.d_head).clamp(1, ROWS);
         Self {
-            blocks: layout.seq.div_ceil(kernels::ROWS) as u32,
+            blocks: layout.seq.div_ceil(ROWS) as u32,
             heads: (layout.batch * layout.heads) as u32,
+            split,
+            share: layout.d_head / split,
             tile,
-            loads: (tile * layout.d_head).div_ceil(kernels::ROWS),
+            loads: (tile * layout.d_head).div_ceil(ROWS * split),
         }
     }
 
@@ -78,7 +94,7 @@ impl Geometry {
     }
 
     fn dim(&self) -> CubeDim {
-        CubeDim::new_1d(kernels::ROWS as u32)
+        CubeDim::new_1d((ROWS * self.split) as u32)
     }
 }
 
@@ -107,7 +123,7 @@ pub fn forward_rows<R: CubeRuntime>(
         DType::F32,
     );
     let row_max = empty_like(q, Shape::new([rows]), q.dtype);
-    let geometry = Geometry::new(&layout);
+    let geometry = Geometry::new(&layout, q);
     kernels::attention_forward_kernel::launch::<R>(
         &q.client,
         geometry.count(),
@@ -122,6 +138,8 @@ pub fn forward_rows<R: CubeRuntime>(
         spec.scale as f32,
         spec.softcap.unwrap_or(1.0) as f32,
         layout.d_head,
+        geometry.share,
+        geometry.split,
         geometry.tile,
         geometry.loads,
         spec.causal,
@@ -182,7 +200,7 @@ pub fn backward<R: CubeRuntime>(
     );
     let [dq, dk, dv] = [(); 3].map(|()| empty_like(q, q.shape(), q.dtype));
     let delta = empty_like(q, Shape::new([rows]), DType::F32);
-    let geometry = Geometry::new(&layout);
+    let geometry = Geometry::new(&layout, q);
     let arg = |t: &CubeTensor<R>| t.clone().into_tensor_arg();
     kernels::attention_backward_query_kernel::launch::<R>(
         &q.client,
@@ -200,6 +218,8 @@ pub fn backward<R: CubeRuntime>(
         spec.scale as f32,
         spec.softcap.unwrap_or(1.0) as f32,
         layout.d_head,
+        geometry.share,
+        geometry.split,
         geometry.tile,
         geometry.loads,
         spec.causal,
@@ -222,6 +242,8 @@ pub fn backward<R: CubeRuntime>(
         spec.scale as f32,
         spec.softcap.unwrap_or(1.0) as f32,
         layout.d_head,
+        geometry.share,
+        geometry.split,
         geometry.tile,
         geometry.loads,
         spec.causal,

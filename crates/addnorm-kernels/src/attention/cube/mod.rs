@@ -1,7 +1,10 @@
 //! Fused attention on every CubeCL backend (features `wgpu`, `cuda`): the
 //! [`AttentionBackend`] impls of `CubeBackend` and `Fusion<CubeBackend>`.
 //!
-//! - [`kernels`]: the `#[cube]` kernels (forward; backward for the queries, then the keys).
+//! - [`tiles`]: what the kernels share: where a unit sits in the heads, staging a tile of
+//!   rows in shared memory, the soft cap.
+//! - [`kernels`]: the `#[cube]` kernels (forward; backward for the queries, then the keys),
+//!   one or four units a row.
 //! - [`launch`]: their host side on `CubeTensor`s.
 //! - [`fusion`]: the same kernels as custom operations of Burn's fusion stream.
 //!
@@ -20,6 +23,7 @@
 pub mod fusion;
 pub mod kernels;
 pub mod launch;
+pub mod tiles;
 
 use burn::tensor::ops::{FloatTensor, FloatTensorOps};
 use burn_cubecl::{BoolElement, CubeBackend, CubeRuntime, FloatElement, IntElement};
