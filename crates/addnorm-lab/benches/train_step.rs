@@ -35,6 +35,12 @@
 //! sends every kernel down the composite path; the fused variant is checked to take the
 //! fused kernels. Within a loop the variants are timed in alternating blocks of
 //! consecutive steps (see `ROUNDS`), so that a change of machine load hits all alike.
+//!
+//! **Heap allocations.** The bench's global allocator is the system allocator (glibc's
+//! malloc, the default) counting its calls and bytes (one relaxed atomic add each, see
+//! [`counting`]). In each model's child process, after the timed steps, a fresh model runs
+//! a few more fused user-loop steps with the counts read at the phase boundaries; the last
+//! table gives each phase's median allocations and bytes per step.
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -52,6 +58,59 @@ use burn::optim::{AdamW, AdamWConfig, GradientsParams, Optimizer};
 use burn::tensor::{Int, Tensor, TensorData};
 
 type Ad = Autodiff<NdArray<f32>>;
+
+/// The system allocator, counting what it hands out: the bench's global allocator.
+mod counting {
+    use std::alloc::{GlobalAlloc, Layout, System};
+    use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+    /// Allocation calls (`alloc`, `alloc_zeroed`, `realloc`) so far, in every thread.
+    static CALLS: AtomicU64 = AtomicU64::new(0);
+    /// Bytes those calls asked for (a `realloc` counts its new size).
+    static BYTES: AtomicU64 = AtomicU64::new(0);
+
+    /// [`System`] with two counters.
+    pub struct Counting;
+
+    fn count(bytes: usize) {
+        CALLS.fetch_add(1, Relaxed);
+        BYTES.fetch_add(bytes as u64, Relaxed);
+    }
+
+    // SAFETY: every call is forwarded unchanged to `System`, which upholds the contract.
+    unsafe impl GlobalAlloc for Counting {
+        unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+            count(layout.size());
+            // SAFETY: forwarded with the caller's guarantees.
+            unsafe { System.alloc(layout) }
+        }
+
+        unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+            count(layout.size());
+            // SAFETY: forwarded with the caller's guarantees.
+            unsafe { System.alloc_zeroed(layout) }
+        }
+
+        unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+            // SAFETY: forwarded with the caller's guarantees.
+            unsafe { System.dealloc(ptr, layout) }
+        }
+
+        unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+            count(new_size);
+            // SAFETY: forwarded with the caller's guarantees.
+            unsafe { System.realloc(ptr, layout, new_size) }
+        }
+    }
+
+    /// `(calls, bytes)` so far.
+    pub fn snapshot() -> [u64; 2] {
+        [CALLS.load(Relaxed), BYTES.load(Relaxed)]
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: counting::Counting = counting::Counting;
 
 /// `(inputs, targets, mask)` of one batch, as `Batch::to_tensors` returns them.
 type Tensors = (Tensor<Ad, 2, Int>, Tensor<Ad, 2, Int>, Tensor<Ad, 2>);
@@ -74,6 +133,9 @@ struct Trainer {
     next: usize,
     /// Which loss the step takes: Burn's ops (the user's loop) or the fused kernel.
     mode: Loop,
+    /// The last step's heap allocations per phase: `(calls, bytes)` for forward, backward
+    /// and AdamW.
+    allocations: [[u64; 2]; 3],
 }
 
 impl Trainer {
@@ -87,6 +149,7 @@ impl Trainer {
                 .collect(),
             next: 0,
             mode,
+            allocations: [[0; 2]; 3],
         }
     }
 
@@ -94,6 +157,7 @@ impl Trainer {
     fn step(&mut self) -> Phases {
         let (inputs, targets, mask) = self.batches[self.next % BATCHES].clone();
         self.next += 1;
+        let counted = counting::snapshot();
         let start = Instant::now();
         let model = self
             .model
@@ -107,13 +171,18 @@ impl Trainer {
         };
         // NdArray runs eagerly: the phases end where their last op returns.
         let forward = start.elapsed();
+        let after_forward = counting::snapshot();
         let grads = GradientsParams::from_grads(loss.backward(), &model);
         let backward = start.elapsed();
+        let after_backward = counting::snapshot();
         let model = self.optimizer.step(1e-3, model, grads);
         // Reading one weight back makes sure nothing is deferred.
         black_box(model.head.weight.val().into_data());
         self.model = Some(model);
         let total = start.elapsed();
+        let marks = [counted, after_forward, after_backward, counting::snapshot()];
+        self.allocations =
+            std::array::from_fn(|p| std::array::from_fn(|i| marks[p + 1][i] - marks[p][i]));
         Phases([forward, backward - forward, total - backward, total])
     }
 }
@@ -348,7 +417,7 @@ fn main() {
     // heap (glibc's mmap threshold rises as large buffers are freed, so later runs get
     // already-mapped memory). The in-process times stay for the ratios' baselines.
     for measured in &mut user {
-        measured.fused = alone(&args, measured.name);
+        (measured.fused, measured.allocations) = alone(&args, measured.name);
     }
     let tuned = if args.iter().any(|a| a == "--no-tuned") {
         vec![]
@@ -367,7 +436,7 @@ fn main() {
 ///
 /// # Panics
 /// If the child fails or prints no phases.
-fn alone(args: &[String], name: &str) -> Phases {
+fn alone(args: &[String], name: &str) -> (Phases, [[u64; 2]; 3]) {
     let steps = arg(args, "--steps").map_or("40", |v| v.as_str());
     let out = std::process::Command::new(std::env::current_exe().expect("the bench's path"))
         .args(["--alone", name, "--steps", steps])
@@ -382,7 +451,18 @@ fn alone(args: &[String], name: &str) -> Phases {
         .map(|v| v.parse().expect("nanoseconds"))
         .collect();
     let nanos: [u64; 4] = nanos.try_into().expect("four phases");
-    Phases(nanos.map(Duration::from_nanos))
+    let counts: Vec<u64> = text
+        .lines()
+        .find_map(|l| l.strip_prefix("allocations "))
+        .unwrap_or_else(|| panic!("{name}: the child printed no allocations: {text}"))
+        .split_whitespace()
+        .map(|v| v.parse().expect("a count"))
+        .collect();
+    let counts: [u64; 6] = counts.try_into().expect("three phases' calls and bytes");
+    (
+        Phases(nanos.map(Duration::from_nanos)),
+        std::array::from_fn(|p| [counts[2 * p], counts[2 * p + 1]]),
+    )
 }
 
 /// `--alone NAME`: the model's fused user-loop step alone in this process; prints its
@@ -398,6 +478,32 @@ fn print_alone(args: &[String], name: &str) {
     let (fused, ..) = compare(&config, batches, batches.steps(steps), (true, Loop::User));
     let nanos = fused.0.map(|d| d.as_nanos().to_string());
     println!("phases-ns {}", nanos.join(" "));
+    let counts = allocations(&config, batches).map(|[calls, bytes]| format!("{calls} {bytes}"));
+    println!("allocations {}", counts.join(" "));
+}
+
+/// Steps counted for [`allocations`], after [`WARMUP_STEPS`].
+const COUNTED_STEPS: usize = 5;
+
+/// The median heap allocations `(calls, bytes)` of each phase of a fused user-loop step
+/// (forward with the loss, backward with `GradientsParams`, AdamW), over
+/// [`COUNTED_STEPS`] steps of a fresh model after its warm-up.
+fn allocations(config: &TransformerStackConfig, batches: Batches) -> [[u64; 2]; 3] {
+    let mut trainer = Trainer::new(config, batches, Loop::User);
+    let steps: Vec<[[u64; 2]; 3]> = (0..WARMUP_STEPS + COUNTED_STEPS)
+        .map(|_| {
+            trainer.step();
+            trainer.allocations
+        })
+        .skip(WARMUP_STEPS)
+        .collect();
+    std::array::from_fn(|phase| {
+        std::array::from_fn(|i| {
+            let mut values: Vec<u64> = steps.iter().map(|s| s[phase][i]).collect();
+            values.sort_unstable();
+            values[values.len() / 2]
+        })
+    })
 }
 
 /// Which loop a measurement ran in.
@@ -418,6 +524,9 @@ struct Measured {
     burn_nn: Duration,
     /// Multiply-adds ×2 of one step (see [`step_flops`]).
     flops: f64,
+    /// The fused step's heap allocations per phase, `(calls, bytes)` (the user's loop
+    /// only, from its child process; zero elsewhere).
+    allocations: [[u64; 2]; 3],
 }
 
 /// The bench's models: name, config and batches.
@@ -494,6 +603,7 @@ fn run(args: &[String], mode: Loop) -> Vec<Measured> {
                 composite,
                 burn_nn,
                 flops: step_flops(&config, batches),
+                allocations: [[0; 2]; 3],
             }
         })
         .collect()
@@ -595,6 +705,32 @@ fn report(torch: &[TorchTiming], user: &[Measured], tuned: &[Measured]) {
             m.fused.show(),
             tuned,
             torch
+        );
+    }
+    report_allocations(user);
+}
+
+/// The table of heap allocations per step in the user's loop.
+fn report_allocations(user: &[Measured]) {
+    println!(
+        "\nHeap allocations per fused step in your loop, medians of {COUNTED_STEPS} steps \
+         (calls / MiB): forward with the loss, backward with GradientsParams, AdamW"
+    );
+    println!(
+        "{:<22} {:>18} {:>18} {:>18} {:>18}",
+        "model", "forward", "backward", "AdamW", "step"
+    );
+    let cell = |[calls, bytes]: [u64; 2]| format!("{calls} / {:.2}", bytes as f64 / 1048576.0);
+    for m in user {
+        let [f, b, o] = m.allocations;
+        let step = std::array::from_fn(|i| f[i] + b[i] + o[i]);
+        println!(
+            "{:<22} {:>18} {:>18} {:>18} {:>18}",
+            m.name,
+            cell(f),
+            cell(b),
+            cell(o),
+            cell(step)
         );
     }
 }
