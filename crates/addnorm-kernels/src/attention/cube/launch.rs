@@ -21,8 +21,8 @@ use super::tiles::ROWS;
 use crate::attention::spec::{AttentionSpec, HeadLayout};
 use crate::cube::launch::{empty_like, supports};
 
-/// The widest head the kernels take: each unit keeps up to four rows of `d_head` f32 values
-/// in local memory. Wider heads take the composite path.
+/// The widest head the kernels take: each unit keeps up to four rows of `d_head / split`
+/// f32 values in local memory. Wider heads take the composite path.
 pub const MAX_D_HEAD: usize = 256;
 
 /// The most f32 values one staged tile holds: two tiles fill 16 KiB of shared memory,
