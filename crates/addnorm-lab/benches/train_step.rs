@@ -299,9 +299,10 @@ fn torch_timings(steps: usize) -> Vec<TorchTiming> {
         .collect()
 }
 
-fn median(mut times: Vec<Duration>) -> Duration {
-    times.sort();
-    times[times.len() / 2]
+/// The middle value of `values` (the upper one of an even count).
+fn median<T: Ord + Copy>(mut values: Vec<T>) -> T {
+    values.sort_unstable();
+    values[values.len() / 2]
 }
 
 /// The same model with Burn's built-in norm of the same kind.
@@ -443,26 +444,29 @@ fn alone(args: &[String], name: &str) -> (Phases, [[u64; 2]; 3]) {
         .output()
         .expect("the child bench starts");
     let text = String::from_utf8_lossy(&out.stdout);
-    let nanos: Vec<u64> = text
-        .lines()
-        .find_map(|l| l.strip_prefix("phases-ns "))
-        .unwrap_or_else(|| panic!("{name}: the child printed no phases: {text}"))
-        .split_whitespace()
-        .map(|v| v.parse().expect("nanoseconds"))
-        .collect();
-    let nanos: [u64; 4] = nanos.try_into().expect("four phases");
-    let counts: Vec<u64> = text
-        .lines()
-        .find_map(|l| l.strip_prefix("allocations "))
-        .unwrap_or_else(|| panic!("{name}: the child printed no allocations: {text}"))
-        .split_whitespace()
-        .map(|v| v.parse().expect("a count"))
-        .collect();
-    let counts: [u64; 6] = counts.try_into().expect("three phases' calls and bytes");
+    let nanos: [u64; 4] = child_numbers(&text, name, "phases-ns");
+    let counts: [u64; 6] = child_numbers(&text, name, "allocations");
     (
         Phases(nanos.map(Duration::from_nanos)),
         std::array::from_fn(|p| [counts[2 * p], counts[2 * p + 1]]),
     )
+}
+
+/// The `N` numbers on the child's line `LABEL n₁ n₂ …` in `text`.
+///
+/// # Panics
+/// If the child printed no such line, or not `N` integers on it.
+fn child_numbers<const N: usize>(text: &str, name: &str, label: &str) -> [u64; N] {
+    let numbers: Vec<u64> = text
+        .lines()
+        .find_map(|l| l.strip_prefix(label)?.strip_prefix(' '))
+        .unwrap_or_else(|| panic!("{name}: the child printed no {label} line: {text}"))
+        .split_whitespace()
+        .map(|v| v.parse().expect("an integer"))
+        .collect();
+    numbers
+        .try_into()
+        .unwrap_or_else(|v: Vec<u64>| panic!("{name}: {N} numbers after {label}, got {v:?}"))
 }
 
 /// `--alone NAME`: the model's fused user-loop step alone in this process; prints its
@@ -498,11 +502,7 @@ fn allocations(config: &TransformerStackConfig, batches: Batches) -> [[u64; 2]; 
         .skip(WARMUP_STEPS)
         .collect();
     std::array::from_fn(|phase| {
-        std::array::from_fn(|i| {
-            let mut values: Vec<u64> = steps.iter().map(|s| s[phase][i]).collect();
-            values.sort_unstable();
-            values[values.len() / 2]
-        })
+        std::array::from_fn(|i| median(steps.iter().map(|s| s[phase][i]).collect()))
     })
 }
 
