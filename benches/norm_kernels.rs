@@ -65,9 +65,12 @@ type Ad = Autodiff<NdArray<f32>>;
 /// Bytes moved per element by one forward + backward of the norm itself.
 const BYTES_PER_ELEMENT: f64 = 8.0 + 12.0;
 
-/// The shapes of the issue, as `(label, leading dims, n)`.
-const SHAPES: [(&str, &[usize], usize); 4] = [
+/// The shapes of the issue, as `(label, leading dims, n)`, and (since §17) 512- and
+/// 64-wide rows, on both sides of the CubeCL plane kernels' bounds.
+const SHAPES: [(&str, &[usize], usize); 6] = [
     ("4096×1024", &[4096], 1024),
+    ("8192×512", &[8192], 512),
+    ("65536×64", &[65536], 64),
     ("16384×256", &[16384], 256),
     ("64×8192", &[64], 8192),
     ("8×32×768", &[8, 32], 768),

@@ -5,6 +5,7 @@
 //! - [`launch`]: which dtypes the kernels take, and output allocation.
 //! - [`stream`]: what every custom operation of Burn's fusion stream shares.
 //! - [`devices`]: how many devices a runtime sees, asked without initializing it.
+//! - [`registers`]: `#[cube]` helpers for a unit's local arrays.
 //!
 //! # Which backends
 //! The ops implement their backend traits for `CubeBackend<R, F, I, BT>` (any CubeCL
@@ -21,4 +22,5 @@
 
 pub mod devices;
 pub mod launch;
+pub mod registers;
 pub mod stream;

@@ -65,7 +65,8 @@
 
 use cubecl::prelude::*;
 
-use super::tiles::{HeadRow, head_block, head_row, keys_end, rows_below, soft_cap, stage, zeros};
+use super::tiles::{HeadRow, head_block, head_row, keys_end, rows_below, soft_cap, stage};
+use crate::cube::registers::zeros;
 
 /// The unit's share of a row: features `part, part + split, …`, times `factor`.
 #[cube]

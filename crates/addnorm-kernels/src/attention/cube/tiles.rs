@@ -111,17 +111,6 @@ pub fn head_row<F: Float>(t: &Tensor<F>, b: usize, i: usize, column: usize) -> H
     }
 }
 
-/// A fresh local array of `len` zeros.
-#[cube]
-pub fn zeros(#[comptime] len: usize) -> Array<f32> {
-    let mut values = Array::<f32>::new(len);
-    #[unroll]
-    for d in 0..len {
-        values[d] = 0.0;
-    }
-    values
-}
-
 /// Copies rows `start .. start + tile` of head columns `column ..` of batch element `b` of
 /// `t` into `staged` (`[tile, d_head]`, f32; rows past `T` as zeros). Every unit of the cube
 /// takes `loads ≥ tile·d_head / units` elements, consecutive units consecutive features, so

@@ -47,7 +47,7 @@ use cubecl::prelude::*;
 use crate::norm::composite::STD_FLOOR;
 
 /// [`STD_FLOOR`] as the f32 the kernels use (a normal f32).
-const STD_FLOOR_F32: f32 = STD_FLOOR as f32;
+pub(super) const STD_FLOOR_F32: f32 = STD_FLOOR as f32;
 
 /// Sums `value` over the cube's units (a power of two) by a tree reduction in `shared` (at
 /// least as long as the cube). Every unit gets the total. Must be reached by every unit of
@@ -105,7 +105,7 @@ fn block_sum3(
 
 /// The affine parameter for feature `j`: `param[j]`, or `param[0]` when it holds one value.
 #[cube]
-fn parameter<P: Float>(param: &Tensor<P>, j: usize) -> f32 {
+pub(super) fn parameter<P: Float>(param: &Tensor<P>, j: usize) -> f32 {
     let mut index = j;
     if param.len() == 1 {
         index = 0;
@@ -115,7 +115,7 @@ fn parameter<P: Float>(param: &Tensor<P>, j: usize) -> f32 {
 
 /// The reciprocal denominator `r` from the variance.
 #[cube]
-fn reciprocal_std(variance: f32, epsilon: f32, #[comptime] added_to_std: bool) -> f32 {
+pub(super) fn reciprocal_std(variance: f32, epsilon: f32, #[comptime] added_to_std: bool) -> f32 {
     if added_to_std {
         1.0 / (f32::sqrt(variance + STD_FLOOR_F32) + epsilon)
     } else {

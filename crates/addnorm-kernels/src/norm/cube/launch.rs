@@ -1,10 +1,20 @@
 //! Host side of the CubeCL kernels: checks the inputs, allocates the outputs and launches
-//! [`super::kernels`] on `CubeTensor`s.
+//! [`super::kernels`] or [`super::plane_kernels`] on `CubeTensor`s.
 //!
 //! # Formula
-//! See [`super::kernels`]; this file only decides the launch geometry:
-//! `block = clamp(next_pow2(n), 32, 256)` units per cube, one cube per row forward, and
-//! `⌈rows / MAX_BACKWARD_CUBES⌉` rows per cube backward.
+//! See [`super::kernels`]; this file only decides the launch geometry (`Reduction`), for
+//! each direction on its own:
+//! - on a device with plane operations of one size `plane`, the
+//!   [plane kernels](super::plane_kernels), a row per plane and `per_unit = ⌈n / plane⌉`
+//!   values a unit, for rows of `n ≤ plane·FORWARD_MAX_PER_UNIT` (forward: cubes of
+//!   `FORWARD_PLANES` rows) and `n ≤ plane·BACKWARD_MAX_PER_UNIT` (backward: workers of
+//!   `max(⌈rows / MAX_PLANE_WORKERS⌉, MIN_ROWS_PER_WORKER)` rows in cubes of
+//!   `BACKWARD_PLANES`);
+//! - elsewhere the [tree kernels](super::kernels): `block = clamp(next_pow2(n), 32, 256)`
+//!   units per cube, one cube per row forward, and `⌈rows / MAX_BACKWARD_CUBES⌉` rows per
+//!   cube backward.
+//!
+//! The bounds are where the plane kernels ran faster on an H100 (PERFORMANCE.md §17).
 //!
 //! # Shapes
 //! - `x`, `grad_output`: `[rows, n]`, any strides; `gamma`, `beta`: `[n]` or `[1]`
@@ -15,9 +25,9 @@ use burn::tensor::{DType, Shape, TensorMetadata, ops::FloatTensorOps};
 use burn_cubecl::{
     BoolElement, CubeBackend, CubeRuntime, FloatElement, IntElement, tensor::CubeTensor,
 };
-use cubecl::prelude::*;
+use cubecl::{features::Plane, prelude::*};
 
-use super::kernels;
+use super::{kernels, plane_kernels};
 use crate::cube::launch::{empty_like, supports};
 use crate::norm::cpu::plan::RowPlan;
 use crate::norm::spec::RowNormSpec;
@@ -36,24 +46,90 @@ const MAX_BACKWARD_CUBES: usize = 512;
 /// The largest cube count per grid dimension that every runtime accepts.
 const MAX_GRID_DIM: usize = 65_535;
 
+/// The most values a unit of the plane forward holds in registers per row: rows of up to
+/// 512 on 32-wide planes. Wider rows ran faster on the tree kernels (H100, §17).
+const FORWARD_MAX_PER_UNIT: usize = 16;
+
+/// The most values a unit of the plane backward holds per row (it keeps four such arrays:
+/// c, dy and its dγ, dβ sums): rows of up to 256 on 32-wide planes (H100, §17).
+const BACKWARD_MAX_PER_UNIT: usize = 8;
+
+/// Rows (planes) per cube of the plane forward.
+const FORWARD_PLANES: usize = 8;
+
+/// Workers (planes) per cube of the plane backward; the cube adds their dγ/dβ sums before
+/// it writes its row of partial sums.
+const BACKWARD_PLANES: usize = 4;
+
+/// The most workers the plane backward launches.
+const MAX_PLANE_WORKERS: usize = 4096;
+
+/// The fewest rows a worker of the plane backward takes, so that the partial sums its
+/// cube writes stay small beside the rows it reads.
+const MIN_ROWS_PER_WORKER: usize = 4;
+
+/// How a launch takes each row's sums.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Reduction {
+    /// [`kernels`]: cubes of `block` units, tree sums in shared memory.
+    Tree { block: u32 },
+    /// [`plane_kernels`]: a row per plane of `plane` units, `per_unit` values a unit.
+    Plane { plane: usize, per_unit: usize },
+}
+
+impl Reduction {
+    /// The size of `like`'s device's planes, where it has plane operations of one fixed size.
+    fn planes<R: CubeRuntime>(like: &CubeTensor<R>) -> Option<usize> {
+        let properties = like.client.properties();
+        let hardware = &properties.hardware;
+        let fixed = hardware.plane_size_min == hardware.plane_size_max;
+        (properties.features.plane.contains(Plane::Ops) && fixed)
+            .then_some(hardware.plane_size_max as usize)
+    }
+
+    /// The plane kernels where the device has plane operations of one fixed size
+    /// (`planes`, more than one unit) and a row of `n` fits `max_per_unit` values a unit;
+    /// the tree kernels otherwise.
+    fn choose(n: usize, planes: Option<usize>, max_per_unit: usize) -> Self {
+        match planes {
+            Some(plane) if plane > 1 && n.div_ceil(plane) <= max_per_unit => Self::Plane {
+                plane,
+                per_unit: n.div_ceil(plane),
+            },
+            _ => Self::Tree {
+                block: (n.next_power_of_two() as u32).clamp(MIN_BLOCK, MAX_BLOCK),
+            },
+        }
+    }
+}
+
 /// The per-call constants every kernel launch shares: the CPU kernels' [`RowPlan`] (the
-/// spec's constants for rows of `n`, in f32) plus the launch geometry.
+/// spec's constants for rows of `n`, in f32) plus each direction's launch geometry.
 #[derive(Clone, Copy, Debug)]
 struct LaunchPlan {
     rows: usize,
-    block: u32,
+    forward: Reduction,
+    backward: Reduction,
     row: RowPlan<f32>,
 }
 
 impl LaunchPlan {
-    fn new(shape: &Shape, spec: &RowNormSpec) -> Self {
+    fn new<R: CubeRuntime>(shape: &Shape, spec: &RowNormSpec, like: &CubeTensor<R>) -> Self {
         let [rows, n] = shape.dims::<2>();
+        let planes = Reduction::planes(like);
         Self {
             rows,
-            block: (n.next_power_of_two() as u32).clamp(MIN_BLOCK, MAX_BLOCK),
+            forward: Reduction::choose(n, planes, FORWARD_MAX_PER_UNIT),
+            backward: Reduction::choose(n, planes, BACKWARD_MAX_PER_UNIT),
             row: RowPlan::new(spec, n),
         }
     }
+}
+
+/// A 2-D grid of `cubes` cubes (each dimension within [`MAX_GRID_DIM`]).
+fn grid(cubes: usize) -> CubeCount {
+    let grid_x = cubes.clamp(1, MAX_GRID_DIM);
+    CubeCount::Static(grid_x as u32, cubes.div_ceil(grid_x) as u32, 1)
 }
 
 /// The dtype the kernels read γ and β in: theirs (they must agree), or x's without them.
@@ -93,39 +169,69 @@ pub fn forward<R: CubeRuntime>(
     if !takes(&shape, x.dtype, dtype_of(gamma), dtype_of(beta)) {
         return None;
     }
-    let plan = LaunchPlan::new(&shape, spec);
+    let plan = LaunchPlan::new(&shape, spec, x);
     check_parameter("gamma", gamma, plan.row.n);
     check_parameter("beta", beta, plan.row.n);
 
     let output = empty_like(x, shape, x.dtype);
     let shift = empty_like(x, Shape::new([plan.rows]), DType::F32);
     let rstd = empty_like(x, Shape::new([plan.rows]), DType::F32);
-    let grid_x = plan.rows.min(MAX_GRID_DIM);
-    let grid_y = plan.rows.div_ceil(grid_x);
     // An absent γ/β is never read: the other parameter (or x, when there is none) stands in
     // for the kernel argument, so the argument has the parameters' dtype.
     let placeholder = || gamma.or(beta).unwrap_or(x).clone().into_tensor_arg();
-    kernels::norm_rows_forward_kernel::launch::<R>(
-        &x.client,
-        CubeCount::Static(grid_x as u32, grid_y as u32, 1),
-        CubeDim::new_1d(plan.block),
-        x.clone().into_tensor_arg(),
-        gamma.map_or_else(placeholder, |g| g.clone().into_tensor_arg()),
-        beta.map_or_else(placeholder, |b| b.clone().into_tensor_arg()),
-        output.clone().into_tensor_arg(),
-        shift.clone().into_tensor_arg(),
-        rstd.clone().into_tensor_arg(),
-        plan.row.k as u32,
-        plan.row.inv_k,
-        plan.row.inv_divisor,
-        plan.row.epsilon,
-        plan.block,
-        plan.row.centered,
-        plan.row.added_to_std,
-        gamma.is_some(),
-        beta.is_some(),
-        [x.dtype.into(), param_dtype?.into()],
-    );
+    let gamma_arg = gamma.map_or_else(placeholder, |g| g.clone().into_tensor_arg());
+    let beta_arg = beta.map_or_else(placeholder, |b| b.clone().into_tensor_arg());
+    let dtypes = [x.dtype.into(), param_dtype?.into()];
+    let (has_gamma, has_beta) = (gamma.is_some(), beta.is_some());
+    let row = plan.row;
+    match plan.forward {
+        Reduction::Tree { block } => kernels::norm_rows_forward_kernel::launch::<R>(
+            &x.client,
+            grid(plan.rows),
+            CubeDim::new_1d(block),
+            x.clone().into_tensor_arg(),
+            gamma_arg,
+            beta_arg,
+            output.clone().into_tensor_arg(),
+            shift.clone().into_tensor_arg(),
+            rstd.clone().into_tensor_arg(),
+            row.k as u32,
+            row.inv_k,
+            row.inv_divisor,
+            row.epsilon,
+            block,
+            row.centered,
+            row.added_to_std,
+            has_gamma,
+            has_beta,
+            dtypes,
+        ),
+        Reduction::Plane { plane, per_unit } => {
+            plane_kernels::norm_plane_forward_kernel::launch::<R>(
+                &x.client,
+                grid(plan.rows.div_ceil(FORWARD_PLANES)),
+                CubeDim::new_1d((plane * FORWARD_PLANES) as u32),
+                x.clone().into_tensor_arg(),
+                gamma_arg,
+                beta_arg,
+                output.clone().into_tensor_arg(),
+                shift.clone().into_tensor_arg(),
+                rstd.clone().into_tensor_arg(),
+                row.k as u32,
+                row.inv_k,
+                row.inv_divisor,
+                row.epsilon,
+                plane,
+                per_unit,
+                FORWARD_PLANES,
+                row.centered,
+                row.added_to_std,
+                has_gamma,
+                has_beta,
+                dtypes,
+            )
+        }
+    }
     Some((output, shift, rstd))
 }
 
@@ -149,7 +255,7 @@ where
     BT: BoolElement,
 {
     let shape = x.shape();
-    let plan = LaunchPlan::new(&shape, spec);
+    let plan = LaunchPlan::new(&shape, spec, x);
     assert_eq!(
         grad_output.shape(),
         shape,
@@ -162,15 +268,52 @@ where
     );
     check_parameter("gamma", gamma, plan.row.n);
 
+    let dx = empty_like(x, shape, x.dtype);
+    let (partial_gamma, partial_beta) = match plan.backward {
+        Reduction::Tree { block } => {
+            launch_tree_backward(&plan, block, x, gamma, (shift, rstd), grad_output, &dx)
+        }
+        Reduction::Plane { plane, per_unit } => launch_plane_backward(
+            &plan,
+            (plane, per_unit),
+            x,
+            gamma,
+            (shift, rstd),
+            grad_output,
+            &dx,
+        ),
+    };
+    let finish = |partial: CubeTensor<R>, features: usize| {
+        let sums = sum_partials(partial, plan.row.n);
+        if features == 1 {
+            CubeBackend::<R, F, I, BT>::float_sum(sums)
+        } else {
+            sums
+        }
+    };
+    let dgamma = gamma.map(|g| finish(partial_gamma, g.shape().num_elements()));
+    let dbeta = beta_features.map(|features| finish(partial_beta, features));
+    (dx, dgamma, dbeta)
+}
+
+/// The tree backward into `dx`: returns the `[cubes, n]` dγ and dβ partial sums.
+fn launch_tree_backward<R: CubeRuntime>(
+    plan: &LaunchPlan,
+    block: u32,
+    x: &CubeTensor<R>,
+    gamma: Option<&CubeTensor<R>>,
+    (shift, rstd): (&CubeTensor<R>, &CubeTensor<R>),
+    grad_output: CubeTensor<R>,
+    dx: &CubeTensor<R>,
+) -> (CubeTensor<R>, CubeTensor<R>) {
     let rows_per_cube = plan.rows.div_ceil(MAX_BACKWARD_CUBES).max(1);
     let cubes = plan.rows.div_ceil(rows_per_cube);
-    let dx = empty_like(x, shape, x.dtype);
     let partial_gamma = empty_like(x, Shape::new([cubes, plan.row.n]), DType::F32);
     let partial_beta = empty_like(x, Shape::new([cubes, plan.row.n]), DType::F32);
     kernels::norm_rows_backward_kernel::launch::<R>(
         &x.client,
         CubeCount::Static(cubes as u32, 1, 1),
-        CubeDim::new_1d(plan.block),
+        CubeDim::new_1d(block),
         x.clone().into_tensor_arg(),
         grad_output.into_tensor_arg(),
         gamma
@@ -185,24 +328,59 @@ where
         plan.row.k as u32,
         plan.row.inv_k,
         plan.row.inv_divisor,
-        plan.block,
+        block,
         plan.row.centered,
         plan.row.added_to_std,
         gamma.is_some(),
         [x.dtype.into(), gamma.map_or(x.dtype, |g| g.dtype).into()],
     );
+    (partial_gamma, partial_beta)
+}
 
-    let finish = |partial: CubeTensor<R>, features: usize| {
-        let sums = sum_partials(partial, plan.row.n);
-        if features == 1 {
-            CubeBackend::<R, F, I, BT>::float_sum(sums)
-        } else {
-            sums
-        }
-    };
-    let dgamma = gamma.map(|g| finish(partial_gamma, g.shape().num_elements()));
-    let dbeta = beta_features.map(|features| finish(partial_beta, features));
-    (dx, dgamma, dbeta)
+/// The plane backward into `dx`: returns the `[cubes, n]` dγ and dβ partial sums.
+fn launch_plane_backward<R: CubeRuntime>(
+    plan: &LaunchPlan,
+    (plane, per_unit): (usize, usize),
+    x: &CubeTensor<R>,
+    gamma: Option<&CubeTensor<R>>,
+    (shift, rstd): (&CubeTensor<R>, &CubeTensor<R>),
+    grad_output: CubeTensor<R>,
+    dx: &CubeTensor<R>,
+) -> (CubeTensor<R>, CubeTensor<R>) {
+    let rows_per_worker = plan
+        .rows
+        .div_ceil(MAX_PLANE_WORKERS)
+        .max(MIN_ROWS_PER_WORKER);
+    let cubes = plan.rows.div_ceil(rows_per_worker * BACKWARD_PLANES);
+    let partial_gamma = empty_like(x, Shape::new([cubes, plan.row.n]), DType::F32);
+    let partial_beta = empty_like(x, Shape::new([cubes, plan.row.n]), DType::F32);
+    plane_kernels::norm_plane_backward_kernel::launch::<R>(
+        &x.client,
+        grid(cubes),
+        CubeDim::new_1d((plane * BACKWARD_PLANES) as u32),
+        x.clone().into_tensor_arg(),
+        grad_output.into_tensor_arg(),
+        gamma
+            .map_or_else(|| x.clone(), Clone::clone)
+            .into_tensor_arg(),
+        shift.clone().into_tensor_arg(),
+        rstd.clone().into_tensor_arg(),
+        dx.clone().into_tensor_arg(),
+        partial_gamma.clone().into_tensor_arg(),
+        partial_beta.clone().into_tensor_arg(),
+        rows_per_worker as u32,
+        plan.row.k as u32,
+        plan.row.inv_k,
+        plan.row.inv_divisor,
+        plane,
+        per_unit,
+        BACKWARD_PLANES,
+        plan.row.centered,
+        plan.row.added_to_std,
+        gamma.is_some(),
+        [x.dtype.into(), gamma.map_or(x.dtype, |g| g.dtype).into()],
+    );
+    (partial_gamma, partial_beta)
 }
 
 /// `Σ_cubes partial[cube, j]` for each of the `n` features, as an f32 `[n]` tensor.
@@ -210,11 +388,9 @@ fn sum_partials<R: CubeRuntime>(partial: CubeTensor<R>, n: usize) -> CubeTensor<
     let sums = empty_like(&partial, Shape::new([n]), DType::F32);
     let cube_dim = CubeDim::new_2d(kernels::SUM_FEATURES as u32, kernels::SUM_LANES as u32);
     let blocks = n.div_ceil(kernels::SUM_FEATURES);
-    let grid_x = blocks.min(MAX_GRID_DIM);
-    let cube_count = CubeCount::Static(grid_x as u32, blocks.div_ceil(grid_x) as u32, 1);
     kernels::sum_partials_kernel::launch::<R>(
         &partial.client,
-        cube_count,
+        grid(blocks),
         cube_dim,
         partial.clone().into_tensor_arg(),
         sums.clone().into_tensor_arg(),
@@ -229,6 +405,57 @@ fn check_parameter<R: CubeRuntime>(name: &str, param: Option<&CubeTensor<R>>, n:
         assert!(
             len == 1 || len == n,
             "fused norm_rows: {name} has {len} values; expected 1 or {n} (the row width)"
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Reduction;
+
+    #[test]
+    fn rows_of_up_to_the_most_values_a_unit_take_a_plane_each() {
+        let plane = |n, size, most| Reduction::choose(n, Some(size), most);
+        assert_eq!(
+            plane(512, 32, 16),
+            Reduction::Plane {
+                plane: 32,
+                per_unit: 16
+            }
+        );
+        assert_eq!(
+            plane(17, 32, 8),
+            Reduction::Plane {
+                plane: 32,
+                per_unit: 1
+            }
+        );
+        assert_eq!(
+            plane(256, 32, 8),
+            Reduction::Plane {
+                plane: 32,
+                per_unit: 8
+            }
+        );
+        assert_eq!(
+            plane(1024, 64, 16),
+            Reduction::Plane {
+                plane: 64,
+                per_unit: 16
+            }
+        );
+        // One value more than the most a unit, a device without (fixed-size) planes, and
+        // planes of one unit all take the tree kernels, with the block of the row's width.
+        assert_eq!(plane(257, 32, 8), Reduction::Tree { block: 256 });
+        assert_eq!(plane(1024, 32, 16), Reduction::Tree { block: 256 });
+        assert_eq!(
+            Reduction::choose(64, None, 16),
+            Reduction::Tree { block: 64 }
+        );
+        assert_eq!(plane(64, 1, 16), Reduction::Tree { block: 64 });
+        assert_eq!(
+            Reduction::choose(5, None, 16),
+            Reduction::Tree { block: 32 }
         );
     }
 }

@@ -1,7 +1,10 @@
 //! The fused norm kernels in CubeCL, and [`RowNormBackend`] for every CubeCL backend
 //! (features `wgpu`, `cuda`).
 //!
-//! - [`kernels`]: the `#[cube]` kernels (forward, backward, column sum of dγ/dβ partials).
+//! - [`kernels`]: the `#[cube]` kernels (forward, backward, column sum of dγ/dβ partials),
+//!   a cube per row with tree reductions: any device, any width.
+//! - [`plane_kernels`]: the forward and backward with a row per plane (`plane_sum`), for
+//!   devices with plane operations of one fixed size and rows of up to 32 values a unit.
 //! - [`launch`]: their host side on `CubeTensor`s: launch geometry and output allocation.
 //! - [`fusion`]: the same kernels as custom operations of Burn's fusion stream (through
 //!   the shared [`crate::cube::stream`]).
@@ -28,6 +31,7 @@
 pub mod fusion;
 pub mod kernels;
 pub mod launch;
+pub mod plane_kernels;
 
 use burn::tensor::ops::FloatTensor;
 use burn_cubecl::{BoolElement, CubeBackend, CubeRuntime, FloatElement, IntElement};
