@@ -47,7 +47,7 @@ use cubecl::prelude::*;
 use crate::norm::composite::STD_FLOOR;
 
 /// [`STD_FLOOR`] as the f32 the kernels use (a normal f32).
-pub(super) const STD_FLOOR_F32: f32 = STD_FLOOR as f32;
+const STD_FLOOR_F32: f32 = STD_FLOOR as f32;
 
 /// Sums `value` over the cube's units (a power of two) by a tree reduction in `shared` (at
 /// least as long as the cube). Every unit gets the total. Must be reached by every unit of
@@ -121,6 +121,35 @@ pub(super) fn reciprocal_std(variance: f32, epsilon: f32, #[comptime] added_to_s
     } else {
         1.0 / f32::sqrt(variance + epsilon)
     }
+}
+
+/// A row's terms of dx beside `r·g` (see the [module docs](self)): `(mean_term,
+/// variance_term)`, with `mean_term = [centred]·r·A/k` and `variance_term = B·dr/dσ²·2/d`,
+/// from the row sums `total_g = Σ g` (A), `total_gc = Σ g·c` (B) and, for `AddedToStd`
+/// only, `total_squares = Σ_{j<k} c²`.
+#[cube]
+#[allow(clippy::too_many_arguments)]
+pub(super) fn dx_terms(
+    r: f32,
+    total_g: f32,
+    total_gc: f32,
+    total_squares: f32,
+    inv_k: f32,
+    inv_divisor: f32,
+    #[comptime] centered: bool,
+    #[comptime] added_to_std: bool,
+) -> (f32, f32) {
+    let mut mean_term = 0.0f32;
+    if centered {
+        mean_term = r * total_g * inv_k;
+    }
+    let derivative = if added_to_std {
+        let variance = total_squares * inv_divisor;
+        -(r * r) * 0.5 / f32::sqrt(variance + STD_FLOOR_F32)
+    } else {
+        -(r * r * r) * 0.5
+    };
+    (mean_term, total_gc * derivative * (2.0 * inv_divisor))
 }
 
 /// The fused forward: `output = norm(x)·γ + β` and the per-row `shift`, `rstd`. Launch with
@@ -272,17 +301,16 @@ pub fn norm_rows_backward_kernel<F: Float, P: Float>(
         let (total_g, total_gc, total_squares) =
             block_sum3(&mut shared, sum_g, sum_gc, squares, block);
 
-        let mut mean_term = 0.0f32;
-        if centered {
-            mean_term = r * total_g * inv_k;
-        }
-        let derivative = if added_to_std {
-            let variance = total_squares * inv_divisor;
-            -(r * r) * 0.5 / f32::sqrt(variance + STD_FLOOR_F32)
-        } else {
-            -(r * r * r) * 0.5
-        };
-        let variance_term = total_gc * derivative * (2.0 * inv_divisor);
+        let (mean_term, variance_term) = dx_terms(
+            r,
+            total_g,
+            total_gc,
+            total_squares,
+            inv_k,
+            inv_divisor,
+            centered,
+            added_to_std,
+        );
 
         let dx_row = row * dx.stride(0);
         let mut j = unit;

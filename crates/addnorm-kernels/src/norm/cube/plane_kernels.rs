@@ -48,7 +48,7 @@
 
 use cubecl::prelude::*;
 
-use super::kernels::{STD_FLOOR_F32, parameter, reciprocal_std};
+use super::kernels::{dx_terms, parameter, reciprocal_std};
 use crate::cube::registers::zeros;
 
 /// The worker (plane) this unit belongs to, numbered across a 2-D grid of cubes.
@@ -236,18 +236,20 @@ pub fn norm_plane_backward_kernel<F: Float, P: Float>(
         }
         let total_g = plane_sum(sum_g);
         let total_gc = plane_sum(sum_gc);
-
-        let mut mean_term = 0.0f32;
-        if centered {
-            mean_term = r * total_g * inv_k;
+        let mut total_squares = 0.0f32;
+        if added_to_std {
+            total_squares = plane_sum(squares);
         }
-        let derivative = if added_to_std {
-            let variance = plane_sum(squares) * inv_divisor;
-            -(r * r) * 0.5 / f32::sqrt(variance + STD_FLOOR_F32)
-        } else {
-            -(r * r * r) * 0.5
-        };
-        let variance_term = total_gc * derivative * (2.0 * inv_divisor);
+        let (mean_term, variance_term) = dx_terms(
+            r,
+            total_g,
+            total_gc,
+            total_squares,
+            inv_k,
+            inv_divisor,
+            centered,
+            added_to_std,
+        );
 
         let dx_row = row * dx.stride(0);
         #[unroll]
