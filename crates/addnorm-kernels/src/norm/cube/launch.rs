@@ -173,28 +173,54 @@ pub fn forward<R: CubeRuntime>(
     check_parameter("gamma", gamma, plan.row.n);
     check_parameter("beta", beta, plan.row.n);
 
-    let output = empty_like(x, shape, x.dtype);
-    let shift = empty_like(x, Shape::new([plan.rows]), DType::F32);
-    let rstd = empty_like(x, Shape::new([plan.rows]), DType::F32);
-    // An absent γ/β is never read: the other parameter (or x, when there is none) stands in
-    // for the kernel argument, so the argument has the parameters' dtype.
-    let placeholder = || gamma.or(beta).unwrap_or(x).clone().into_tensor_arg();
-    let gamma_arg = gamma.map_or_else(placeholder, |g| g.clone().into_tensor_arg());
-    let beta_arg = beta.map_or_else(placeholder, |b| b.clone().into_tensor_arg());
-    let dtypes = [x.dtype.into(), param_dtype?.into()];
-    let (has_gamma, has_beta) = (gamma.is_some(), beta.is_some());
-    let row = plan.row;
+    let call = ForwardCall {
+        x,
+        // An absent γ/β is never read: the other parameter (or x, when there is none)
+        // stands in for the kernel argument, so the argument has the parameters' dtype.
+        parameters: [gamma, beta].map(|p| p.or(gamma).or(beta).unwrap_or(x).clone()),
+        present: [gamma.is_some(), beta.is_some()],
+        outputs: [
+            empty_like(x, shape, x.dtype),
+            empty_like(x, Shape::new([plan.rows]), DType::F32),
+            empty_like(x, Shape::new([plan.rows]), DType::F32),
+        ],
+        dtypes: [x.dtype, param_dtype?],
+    };
     match plan.forward {
-        Reduction::Tree { block } => kernels::norm_rows_forward_kernel::launch::<R>(
-            &x.client,
+        Reduction::Tree { block } => call.tree(&plan, block),
+        Reduction::Plane { plane, per_unit } => call.plane(&plan, plane, per_unit),
+    }
+    let [output, shift, rstd] = call.outputs;
+    Some((output, shift, rstd))
+}
+
+/// What both forward launches take besides their geometry: x, γ and β (or their stand-ins),
+/// whether γ and β are present, the outputs `[y, shift, rstd]`, and the dtypes of x and
+/// of the parameters.
+struct ForwardCall<'a, R: CubeRuntime> {
+    x: &'a CubeTensor<R>,
+    parameters: [CubeTensor<R>; 2],
+    present: [bool; 2],
+    outputs: [CubeTensor<R>; 3],
+    dtypes: [DType; 2],
+}
+
+impl<R: CubeRuntime> ForwardCall<'_, R> {
+    /// The tree forward: a cube of `block` units per row.
+    fn tree(&self, plan: &LaunchPlan, block: u32) {
+        let [gamma, beta] = self.parameters.clone();
+        let [output, shift, rstd] = self.outputs.clone();
+        let row = plan.row;
+        kernels::norm_rows_forward_kernel::launch::<R>(
+            &self.x.client,
             grid(plan.rows),
             CubeDim::new_1d(block),
-            x.clone().into_tensor_arg(),
-            gamma_arg,
-            beta_arg,
-            output.clone().into_tensor_arg(),
-            shift.clone().into_tensor_arg(),
-            rstd.clone().into_tensor_arg(),
+            self.x.clone().into_tensor_arg(),
+            gamma.into_tensor_arg(),
+            beta.into_tensor_arg(),
+            output.into_tensor_arg(),
+            shift.into_tensor_arg(),
+            rstd.into_tensor_arg(),
             row.k as u32,
             row.inv_k,
             row.inv_divisor,
@@ -202,37 +228,41 @@ pub fn forward<R: CubeRuntime>(
             block,
             row.centered,
             row.added_to_std,
-            has_gamma,
-            has_beta,
-            dtypes,
-        ),
-        Reduction::Plane { plane, per_unit } => {
-            plane_kernels::norm_plane_forward_kernel::launch::<R>(
-                &x.client,
-                grid(plan.rows.div_ceil(FORWARD_PLANES)),
-                CubeDim::new_1d((plane * FORWARD_PLANES) as u32),
-                x.clone().into_tensor_arg(),
-                gamma_arg,
-                beta_arg,
-                output.clone().into_tensor_arg(),
-                shift.clone().into_tensor_arg(),
-                rstd.clone().into_tensor_arg(),
-                row.k as u32,
-                row.inv_k,
-                row.inv_divisor,
-                row.epsilon,
-                plane,
-                per_unit,
-                FORWARD_PLANES,
-                row.centered,
-                row.added_to_std,
-                has_gamma,
-                has_beta,
-                dtypes,
-            )
-        }
+            self.present[0],
+            self.present[1],
+            self.dtypes.map(Into::into),
+        );
     }
-    Some((output, shift, rstd))
+
+    /// The plane forward: a row per plane of `plane` units, `per_unit` values a unit.
+    fn plane(&self, plan: &LaunchPlan, plane: usize, per_unit: usize) {
+        let [gamma, beta] = self.parameters.clone();
+        let [output, shift, rstd] = self.outputs.clone();
+        let row = plan.row;
+        plane_kernels::norm_plane_forward_kernel::launch::<R>(
+            &self.x.client,
+            grid(plan.rows.div_ceil(FORWARD_PLANES)),
+            CubeDim::new_1d((plane * FORWARD_PLANES) as u32),
+            self.x.clone().into_tensor_arg(),
+            gamma.into_tensor_arg(),
+            beta.into_tensor_arg(),
+            output.into_tensor_arg(),
+            shift.into_tensor_arg(),
+            rstd.into_tensor_arg(),
+            row.k as u32,
+            row.inv_k,
+            row.inv_divisor,
+            row.epsilon,
+            plane,
+            per_unit,
+            FORWARD_PLANES,
+            row.centered,
+            row.added_to_std,
+            self.present[0],
+            self.present[1],
+            self.dtypes.map(Into::into),
+        );
+    }
 }
 
 /// The fused backward on a CubeCL runtime: `(dx, dγ, dβ)`, with dx in `x`'s dtype, dγ shaped
