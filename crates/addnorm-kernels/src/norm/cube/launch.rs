@@ -298,20 +298,19 @@ where
     );
     check_parameter("gamma", gamma, plan.row.n);
 
-    let dx = empty_like(x, shape, x.dtype);
-    let (partial_gamma, partial_beta) = match plan.backward {
-        Reduction::Tree { block } => {
-            launch_tree_backward(&plan, block, x, gamma, (shift, rstd), grad_output, &dx)
-        }
-        Reduction::Plane { plane, per_unit } => launch_plane_backward(
-            &plan,
-            (plane, per_unit),
-            x,
-            gamma,
-            (shift, rstd),
-            grad_output,
-            &dx,
-        ),
+    let call = BackwardCall {
+        x,
+        grad_output,
+        // An absent γ is never read: x stands in for the kernel argument.
+        gamma: gamma.unwrap_or(x).clone(),
+        has_gamma: gamma.is_some(),
+        statistics: [shift.clone(), rstd.clone()],
+        dx: empty_like(x, shape, x.dtype),
+        dtypes: [x.dtype, gamma.map_or(x.dtype, |g| g.dtype)],
+    };
+    let (dx, partial_gamma, partial_beta) = match plan.backward {
+        Reduction::Tree { block } => call.tree(&plan, block),
+        Reduction::Plane { plane, per_unit } => call.plane(&plan, plane, per_unit),
     };
     let finish = |partial: CubeTensor<R>, features: usize| {
         let sums = sum_partials(partial, plan.row.n);
@@ -326,91 +325,95 @@ where
     (dx, dgamma, dbeta)
 }
 
-/// The tree backward into `dx`: returns the `[cubes, n]` dγ and dβ partial sums.
-fn launch_tree_backward<R: CubeRuntime>(
-    plan: &LaunchPlan,
-    block: u32,
-    x: &CubeTensor<R>,
-    gamma: Option<&CubeTensor<R>>,
-    (shift, rstd): (&CubeTensor<R>, &CubeTensor<R>),
+/// dx, then the dγ and dβ partial sums, as a backward launch returns them.
+type BackwardOutputs<R> = (CubeTensor<R>, CubeTensor<R>, CubeTensor<R>);
+
+/// What both backward launches take besides their geometry: x, dy, γ (or its stand-in) and
+/// whether it is present, the forward's `[shift, rstd]`, the output dx, and the dtypes of x
+/// and of γ.
+struct BackwardCall<'a, R: CubeRuntime> {
+    x: &'a CubeTensor<R>,
     grad_output: CubeTensor<R>,
-    dx: &CubeTensor<R>,
-) -> (CubeTensor<R>, CubeTensor<R>) {
-    let rows_per_cube = plan.rows.div_ceil(MAX_BACKWARD_CUBES).max(1);
-    let cubes = plan.rows.div_ceil(rows_per_cube);
-    let partial_gamma = empty_like(x, Shape::new([cubes, plan.row.n]), DType::F32);
-    let partial_beta = empty_like(x, Shape::new([cubes, plan.row.n]), DType::F32);
-    kernels::norm_rows_backward_kernel::launch::<R>(
-        &x.client,
-        CubeCount::Static(cubes as u32, 1, 1),
-        CubeDim::new_1d(block),
-        x.clone().into_tensor_arg(),
-        grad_output.into_tensor_arg(),
-        gamma
-            .map_or_else(|| x.clone(), Clone::clone)
-            .into_tensor_arg(),
-        shift.clone().into_tensor_arg(),
-        rstd.clone().into_tensor_arg(),
-        dx.clone().into_tensor_arg(),
-        partial_gamma.clone().into_tensor_arg(),
-        partial_beta.clone().into_tensor_arg(),
-        rows_per_cube as u32,
-        plan.row.k as u32,
-        plan.row.inv_k,
-        plan.row.inv_divisor,
-        block,
-        plan.row.centered,
-        plan.row.added_to_std,
-        gamma.is_some(),
-        [x.dtype.into(), gamma.map_or(x.dtype, |g| g.dtype).into()],
-    );
-    (partial_gamma, partial_beta)
+    gamma: CubeTensor<R>,
+    has_gamma: bool,
+    statistics: [CubeTensor<R>; 2],
+    dx: CubeTensor<R>,
+    dtypes: [DType; 2],
 }
 
-/// The plane backward into `dx`: returns the `[cubes, n]` dγ and dβ partial sums.
-fn launch_plane_backward<R: CubeRuntime>(
-    plan: &LaunchPlan,
-    (plane, per_unit): (usize, usize),
-    x: &CubeTensor<R>,
-    gamma: Option<&CubeTensor<R>>,
-    (shift, rstd): (&CubeTensor<R>, &CubeTensor<R>),
-    grad_output: CubeTensor<R>,
-    dx: &CubeTensor<R>,
-) -> (CubeTensor<R>, CubeTensor<R>) {
-    let rows_per_worker = plan
-        .rows
-        .div_ceil(MAX_PLANE_WORKERS)
-        .max(MIN_ROWS_PER_WORKER);
-    let cubes = plan.rows.div_ceil(rows_per_worker * BACKWARD_PLANES);
-    let partial_gamma = empty_like(x, Shape::new([cubes, plan.row.n]), DType::F32);
-    let partial_beta = empty_like(x, Shape::new([cubes, plan.row.n]), DType::F32);
-    plane_kernels::norm_plane_backward_kernel::launch::<R>(
-        &x.client,
-        grid(cubes),
-        CubeDim::new_1d((plane * BACKWARD_PLANES) as u32),
-        x.clone().into_tensor_arg(),
-        grad_output.into_tensor_arg(),
-        gamma
-            .map_or_else(|| x.clone(), Clone::clone)
-            .into_tensor_arg(),
-        shift.clone().into_tensor_arg(),
-        rstd.clone().into_tensor_arg(),
-        dx.clone().into_tensor_arg(),
-        partial_gamma.clone().into_tensor_arg(),
-        partial_beta.clone().into_tensor_arg(),
-        rows_per_worker as u32,
-        plan.row.k as u32,
-        plan.row.inv_k,
-        plan.row.inv_divisor,
-        plane,
-        per_unit,
-        BACKWARD_PLANES,
-        plan.row.centered,
-        plan.row.added_to_std,
-        gamma.is_some(),
-        [x.dtype.into(), gamma.map_or(x.dtype, |g| g.dtype).into()],
-    );
-    (partial_gamma, partial_beta)
+impl<R: CubeRuntime> BackwardCall<'_, R> {
+    /// Two `[cubes, n]` f32 tensors for the dγ and dβ partial sums.
+    fn partials(&self, cubes: usize, n: usize) -> (CubeTensor<R>, CubeTensor<R>) {
+        let partial = || empty_like(self.x, Shape::new([cubes, n]), DType::F32);
+        (partial(), partial())
+    }
+
+    /// The tree backward: returns dx and the `[cubes, n]` dγ and dβ partial sums.
+    fn tree(self, plan: &LaunchPlan, block: u32) -> BackwardOutputs<R> {
+        let rows_per_cube = plan.rows.div_ceil(MAX_BACKWARD_CUBES).max(1);
+        let cubes = plan.rows.div_ceil(rows_per_cube);
+        let (partial_gamma, partial_beta) = self.partials(cubes, plan.row.n);
+        let [shift, rstd] = self.statistics;
+        kernels::norm_rows_backward_kernel::launch::<R>(
+            &self.x.client,
+            CubeCount::Static(cubes as u32, 1, 1),
+            CubeDim::new_1d(block),
+            self.x.clone().into_tensor_arg(),
+            self.grad_output.into_tensor_arg(),
+            self.gamma.into_tensor_arg(),
+            shift.into_tensor_arg(),
+            rstd.into_tensor_arg(),
+            self.dx.clone().into_tensor_arg(),
+            partial_gamma.clone().into_tensor_arg(),
+            partial_beta.clone().into_tensor_arg(),
+            rows_per_cube as u32,
+            plan.row.k as u32,
+            plan.row.inv_k,
+            plan.row.inv_divisor,
+            block,
+            plan.row.centered,
+            plan.row.added_to_std,
+            self.has_gamma,
+            self.dtypes.map(Into::into),
+        );
+        (self.dx, partial_gamma, partial_beta)
+    }
+
+    /// The plane backward: returns dx and the `[cubes, n]` dγ and dβ partial sums.
+    fn plane(self, plan: &LaunchPlan, plane: usize, per_unit: usize) -> BackwardOutputs<R> {
+        let rows_per_worker = plan
+            .rows
+            .div_ceil(MAX_PLANE_WORKERS)
+            .max(MIN_ROWS_PER_WORKER);
+        let cubes = plan.rows.div_ceil(rows_per_worker * BACKWARD_PLANES);
+        let (partial_gamma, partial_beta) = self.partials(cubes, plan.row.n);
+        let [shift, rstd] = self.statistics;
+        plane_kernels::norm_plane_backward_kernel::launch::<R>(
+            &self.x.client,
+            grid(cubes),
+            CubeDim::new_1d((plane * BACKWARD_PLANES) as u32),
+            self.x.clone().into_tensor_arg(),
+            self.grad_output.into_tensor_arg(),
+            self.gamma.into_tensor_arg(),
+            shift.into_tensor_arg(),
+            rstd.into_tensor_arg(),
+            self.dx.clone().into_tensor_arg(),
+            partial_gamma.clone().into_tensor_arg(),
+            partial_beta.clone().into_tensor_arg(),
+            rows_per_worker as u32,
+            plan.row.k as u32,
+            plan.row.inv_k,
+            plan.row.inv_divisor,
+            plane,
+            per_unit,
+            BACKWARD_PLANES,
+            plan.row.centered,
+            plan.row.added_to_std,
+            self.has_gamma,
+            self.dtypes.map(Into::into),
+        );
+        (self.dx, partial_gamma, partial_beta)
+    }
 }
 
 /// `Σ_cubes partial[cube, j]` for each of the `n` features, as an f32 `[n]` tensor.
