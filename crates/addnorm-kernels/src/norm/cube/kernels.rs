@@ -103,6 +103,13 @@ fn block_sum3(
     totals
 }
 
+/// This cube's number in the 2-D grid of cubes that the host lays out row by row
+/// (`launch::grid`), so that more than 65 535 cubes fit.
+#[cube]
+pub(super) fn cube_index() -> usize {
+    (CUBE_POS_Y * CUBE_COUNT_X + CUBE_POS_X) as usize
+}
+
 /// The affine parameter for feature `j`: `param[j]`, or `param[0]` when it holds one value.
 #[cube]
 pub(super) fn parameter<P: Float>(param: &Tensor<P>, j: usize) -> f32 {
@@ -174,7 +181,7 @@ pub fn norm_rows_forward_kernel<F: Float, P: Float>(
     #[comptime] has_beta: bool,
     #[define(F, P)] _dtypes: [StorageType; 2],
 ) {
-    let row = (CUBE_POS_Y * CUBE_COUNT_X + CUBE_POS_X) as usize;
+    let row = cube_index();
     if row >= x.shape(0) {
         terminate!();
     }
@@ -357,7 +364,7 @@ pub fn sum_partials_kernel(partial: &Tensor<f32>, sums: &mut Tensor<f32>) {
     let n = sums.len();
     let feature = UNIT_POS_X as usize;
     let lane = UNIT_POS_Y as usize;
-    let block = (CUBE_POS_Y * CUBE_COUNT_X + CUBE_POS_X) as usize;
+    let block = cube_index();
     let j = block * SUM_FEATURES + feature;
     let cubes = partial.shape(0);
     let mut shared = SharedMemory::<f32>::new(SUM_FEATURES * SUM_LANES);

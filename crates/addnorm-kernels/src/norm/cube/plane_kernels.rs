@@ -48,13 +48,13 @@
 
 use cubecl::prelude::*;
 
-use super::kernels::{dx_terms, parameter, reciprocal_std};
+use super::kernels::{cube_index, dx_terms, parameter, reciprocal_std};
 use crate::cube::registers::zeros;
 
 /// The worker (plane) this unit belongs to, numbered across a 2-D grid of cubes.
 #[cube]
 fn worker(#[comptime] planes: usize) -> usize {
-    (CUBE_POS_Y * CUBE_COUNT_X + CUBE_POS_X) as usize * planes + PLANE_POS as usize
+    cube_index() * planes + PLANE_POS as usize
 }
 
 /// The fused forward with a row per plane: `output = norm(x)·γ + β` and the per-row
@@ -312,7 +312,7 @@ fn sum_planes(
     }
     sync_cube();
     if PLANE_POS == 0 {
-        let partial_row = (CUBE_POS_Y * CUBE_COUNT_X + CUBE_POS_X) as usize * n;
+        let partial_row = cube_index() * n;
         #[unroll]
         for s in 0..per_unit {
             let j = lane + s * plane;
