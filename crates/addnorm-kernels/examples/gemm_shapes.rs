@@ -1,6 +1,7 @@
-//! The GEMM shapes of a training step, timed alone on one thread through the kernels'
-//! strided GEMM (`matrixmultiply`'s `sgemm`, whose widest kernel the CPU has is picked at run
-//! time; with the `avx512` feature that `addnorm-kernels` turns on, AVX-512 where present).
+//! The GEMM shapes of a training step, timed alone on one thread through `matrixmultiply`'s
+//! `sgemm` (whose widest kernel the CPU has is picked at run time; with the `avx512` feature
+//! that `addnorm-kernels` turns on, AVX-512 where present) and through the kernels' strided
+//! GEMM, which runs its direct kernel (AVX-512 or AVX2 + FMA) where it takes the call.
 //!
 //! ```text
 //! cargo run --release -p addnorm-kernels --example gemm_shapes

@@ -99,8 +99,9 @@ fn compare(dims: [usize; 3], layouts: [Layout; 3], alpha: f32, beta: f32) -> boo
     took
 }
 
-fn avx512() -> bool {
-    detected() == InstructionSet::Avx512
+/// Whether the direct kernel runs on this CPU (AVX-512F, or AVX2 with FMA).
+fn direct() -> bool {
+    kernel().is_some()
 }
 
 const ROW_MAJOR: Layout = Layout {
@@ -111,6 +112,7 @@ const ROW_MAJOR: Layout = Layout {
 #[test]
 fn equals_matrixmultiply_bit_for_bit_over_shapes_and_layouts() {
     let (mut taken, mut small) = (0, 0);
+    let bound = kernel().map_or(0, Kernel::largest_b);
     for m in [1, 2, 3, 5, 11, 12, 13, 17, 25, 64] {
         for k in [1, 7, 16, 17, 32, 255, 256, 257, 600] {
             for n in [1, 5, 16, 17, 31, 32, 33, 96, 128] {
@@ -130,22 +132,27 @@ fn equals_matrixmultiply_bit_for_bit_over_shapes_and_layouts() {
                         },
                     ];
                     taken += usize::from(compare([m, k, n], layouts, 1.0, 0.0));
-                    small += usize::from(k * n <= LARGEST_B);
+                    small += usize::from(k * n <= bound);
                 }
             }
         }
     }
-    // The kernel takes every call up to its size limit, where it runs (all but the k = 600,
-    // n = 128 calls).
-    assert_eq!(small, 10 * 9 * 9 * 4 - 10 * 4);
-    assert_eq!(taken, if avx512() { small } else { 0 });
+    // The kernel takes every call up to its size limit where it runs: on AVX-512 all but the
+    // k = 600, n = 128 calls; on AVX2 the 64 (k, n) pairs with k·n ≤ 8192.
+    let expected = match kernel() {
+        Some(Kernel::Avx512) => 10 * 9 * 9 * 4 - 10 * 4,
+        Some(Kernel::Avx2Fma) => 10 * 64 * 4,
+        None => 0,
+    };
+    assert_eq!(small, expected);
+    assert_eq!(taken, small);
 }
 
 #[test]
 fn equals_matrixmultiply_for_every_scaling() {
     // (α, β) pairs the fused kernels pass (attention's scale, dK's α = scale with β = 1),
-    // and β values that round C first; shapes with whole and partial 16 × 16 tiles, one
-    // or several chains.
+    // and β values that round C first; shapes with whole and partial 16 × 16 (AVX-512) or
+    // 8 × 8 (AVX2) tiles, one or several chains.
     for (alpha, beta) in [
         (1.0, 0.0),
         (0.25, 0.0),
@@ -162,6 +169,9 @@ fn equals_matrixmultiply_for_every_scaling() {
             [32, 17, 48],
             [13, 300, 40],
             [40, 600, 33],
+            // Several chains within AVX2's bound too.
+            [13, 300, 27],
+            [40, 600, 13],
         ] {
             for c_pad in [0, 5] {
                 let layouts = [
@@ -173,7 +183,8 @@ fn equals_matrixmultiply_for_every_scaling() {
                     },
                 ];
                 let took = compare(dims, layouts, alpha, beta);
-                assert_eq!(took, avx512(), "{dims:?} α {alpha} β {beta}");
+                let within = dims[1] * dims[2] <= kernel().map_or(0, Kernel::largest_b);
+                assert_eq!(took, within, "{dims:?} α {alpha} β {beta}");
             }
         }
     }
@@ -195,11 +206,14 @@ fn leaves_strided_outputs_and_large_operands_to_matrixmultiply() {
     assert!(!compare([0, 8, 8], [ROW_MAJOR; 3], 1.0, 0.0));
     assert!(!compare([8, 0, 8], [ROW_MAJOR; 3], 1.0, 0.0));
     assert!(!compare([272, 512, 1536], [ROW_MAJOR; 3], 1.0, 0.0));
+    // A B of 16 Ki elements: over AVX2's bound, within AVX-512's.
+    let taken = compare([64, 64, 256], [ROW_MAJOR; 3], 1.0, 0.0);
+    assert_eq!(taken, kernel() == Some(Kernel::Avx512));
 }
 
 #[test]
 fn does_not_read_c_when_beta_is_zero() {
-    if !avx512() {
+    if !direct() {
         return;
     }
     let (mut a, mut b) = (values(6 * 5, 0), values(5 * 7, 1));

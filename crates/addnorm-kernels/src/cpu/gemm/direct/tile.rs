@@ -1,0 +1,202 @@
+//! The direct kernel's loops, written once over an instruction set ([`Isa`]): summation
+//! chains of [`KC`] terms, panels of two vectors' columns, micro-tiles of rows, and the
+//! join of each chain's sum to C as `matrixmultiply` joins it.
+//!
+//! # Formula
+//! For each chain `k0..k0 + chain` and each micro-tile of rows `i0..i0 + R`, columns
+//! `j0..j0 + V·LANES`:
+//!
+//! ```text
+//! p_ij = fma(a_i,k0+chain−1, b_k0+chain−1,j, … fma(a_i,k0, b_k0,j, 0))      k in order
+//! C_ij ← join(p_ij, β·C_in_ij)                     first chain (C_in: C itself or a bias)
+//! C_ij ← join(p_ij, C_ij)                          later chains (β = 1)
+//! ```
+//!
+//! `join` is [`Isa::join`]: the instruction set's copy of `matrixmultiply`'s epilogue,
+//! which differs between the elements inside a whole `TILE × TILE` tile of C and the rest.
+//!
+//! # Shapes
+//! `A: [m, k]` (any strides), `B: [k, n]` with contiguous rows `b_row` apart, `C: [m, n]`
+//! and `C_in: [m, n]` with unit column stride; micro-tiles of `R ≤ Isa::MR` rows × `V ≤ 2`
+//! vectors.
+
+use super::{KC, Operands};
+
+/// One x86 vector instruction set the direct kernel is compiled for: its vector, the
+/// lanes a tile's last vector keeps, and `matrixmultiply`'s epilogue on it.
+///
+/// Every method is `#[inline(always)]` and called only from code inlined into a
+/// `#[target_feature]` entry point of the same set ([`super::avx512`], [`super::avx2`]).
+pub(super) trait Isa {
+    /// A vector of [`Isa::LANES`] f32.
+    type V: Copy;
+    /// Which lanes of a vector lie in C.
+    type Mask: Copy;
+    /// f32 lanes per vector; also the side of `matrixmultiply`'s tiles of C on this set
+    /// (its `MR = NR`), so a vector starting at a multiple of `LANES` lies in one tile.
+    const LANES: usize;
+
+    /// The first `live` lanes (all of them when `live ≥ LANES`).
+    unsafe fn mask(live: usize) -> Self::Mask;
+    /// A vector of zeros.
+    unsafe fn zero() -> Self::V;
+    /// `x` in every lane.
+    unsafe fn splat(x: f32) -> Self::V;
+    /// The lanes of `mask` read from `at`, zero elsewhere (masked-off lanes are not read).
+    unsafe fn load(mask: Self::Mask, at: *const f32) -> Self::V;
+    /// The lanes of `mask` written to `at`.
+    unsafe fn store(at: *mut f32, mask: Self::Mask, v: Self::V);
+    /// `a·b + c`, rounded once.
+    unsafe fn fmadd(a: Self::V, b: Self::V, c: Self::V) -> Self::V;
+    /// A chain's sum `p` joined to `C_in` (lanes of `mask` at `at`) as `matrixmultiply`'s
+    /// kernel on this set joins it: `at` is not read when `step.beta == 0`; `interior` says
+    /// whether the lanes lie in a whole tile of C.
+    unsafe fn join(
+        p: Self::V,
+        at: *const f32,
+        mask: Self::Mask,
+        step: Step,
+        interior: bool,
+    ) -> Self::V;
+}
+
+/// One summation chain's place in the call: `k0..k0 + chain`, and how it joins C.
+#[derive(Clone, Copy)]
+pub(super) struct Step {
+    /// The chain's first `k`.
+    pub k0: usize,
+    /// Its length, at most [`KC`].
+    pub chain: usize,
+    /// `α`.
+    pub alpha: f32,
+    /// `β` for the first chain, 1 for later ones (they add to what the first left in C).
+    pub beta: f32,
+}
+
+/// The whole product: `KC`-long chains, panels of `2·LANES` columns, row tiles of `MR`
+/// rows (the set's widest micro-tile, `MR > 4`), then 4, 2 and 1 for the last rows.
+///
+/// # Safety
+/// The instruction set `I` must be enabled in the caller, and `ops` as
+/// [`super::super::Gemm::gemm`] asks of its views.
+#[inline(always)]
+pub(super) unsafe fn gemm<I: Isa, const MR: usize>(
+    ops: Operands,
+    [m, k, n]: [usize; 3],
+    alpha: f32,
+    beta: f32,
+) {
+    for k0 in (0..k).step_by(KC) {
+        let step = Step {
+            k0,
+            chain: KC.min(k - k0),
+            alpha,
+            beta: if k0 == 0 { beta } else { 1.0 },
+        };
+        // Row tiles outer: a tile's rows of A stay in L1 while every panel of B passes.
+        let mut i0 = 0;
+        while i0 < m {
+            let rows = [MR, 4, 2].into_iter().find(|&r| r <= m - i0).unwrap_or(1);
+            for j0 in (0..n).step_by(2 * I::LANES) {
+                let cols = (n - j0).min(2 * I::LANES);
+                // SAFETY (each arm): rows i0..i0 + rows and columns j0..j0 + cols lie in C.
+                unsafe {
+                    match (rows, cols > I::LANES) {
+                        (r, true) if r == MR => tile::<I, MR, 2>(ops, step, i0, j0, cols),
+                        (r, false) if r == MR => tile::<I, MR, 1>(ops, step, i0, j0, cols),
+                        (4, true) => tile::<I, 4, 2>(ops, step, i0, j0, cols),
+                        (4, false) => tile::<I, 4, 1>(ops, step, i0, j0, cols),
+                        (2, true) => tile::<I, 2, 2>(ops, step, i0, j0, cols),
+                        (2, false) => tile::<I, 2, 1>(ops, step, i0, j0, cols),
+                        (_, true) => tile::<I, 1, 2>(ops, step, i0, j0, cols),
+                        (_, false) => tile::<I, 1, 1>(ops, step, i0, j0, cols),
+                    }
+                }
+            }
+            i0 += rows;
+        }
+    }
+}
+
+/// `R × (V·LANES)` elements of C from rows `i0..i0 + R` and columns `j0..j0 + cols`
+/// (`cols ≤ V·LANES`).
+///
+/// # Safety
+/// As [`gemm`]; the rows and columns lie in C.
+#[inline(always)]
+unsafe fn tile<I: Isa, const R: usize, const V: usize>(
+    ops: Operands,
+    step: Step,
+    i0: usize,
+    j0: usize,
+    cols: usize,
+) {
+    // A tile of whole vectors gets a copy whose masks are constants, so that its loads
+    // and stores are plain ones (AVX2's masked loads are slower, and their masks took
+    // registers from the accumulators).
+    // SAFETY (both): forwarded from the caller.
+    if cols == V * I::LANES {
+        unsafe { tile_of::<I, R, V, true>(ops, step, i0, j0, cols) }
+    } else {
+        unsafe { tile_of::<I, R, V, false>(ops, step, i0, j0, cols) }
+    }
+}
+
+/// [`tile`], with `WHOLE` saying that `cols = V·LANES`.
+///
+/// # Safety
+/// As [`tile`].
+#[inline(always)]
+unsafe fn tile_of<I: Isa, const R: usize, const V: usize, const WHOLE: bool>(
+    ops: Operands,
+    step: Step,
+    i0: usize,
+    j0: usize,
+    cols: usize,
+) {
+    let cols = if WHOLE { V * I::LANES } else { cols };
+    // SAFETY (every block): the caller enabled I; every address is (row, k) of A, (k,
+    // column) of B or (row, column) of C or C_in inside the call's views, and masked-off
+    // lanes are neither read nor written.
+    let masks: [I::Mask; V] =
+        std::array::from_fn(|v| unsafe { I::mask(cols.saturating_sub(v * I::LANES)) });
+    let mut acc = [[unsafe { I::zero() }; V]; R];
+    let a = ops.a;
+    unsafe {
+        let mut a_k = a
+            .ptr
+            .offset(i0 as isize * a.row_stride + step.k0 as isize * a.col_stride);
+        let mut b_k = ops.b.offset(step.k0 as isize * ops.b_row + j0 as isize);
+        for _ in 0..step.chain {
+            let bv: [I::V; V] = std::array::from_fn(|v| I::load(masks[v], b_k.add(v * I::LANES)));
+            for (r, acc) in acc.iter_mut().enumerate() {
+                let av = I::splat(*a_k.offset(r as isize * a.row_stride));
+                for v in 0..V {
+                    acc[v] = I::fmadd(av, bv[v], acc[v]);
+                }
+            }
+            a_k = a_k.wrapping_offset(a.col_stride);
+            b_k = b_k.wrapping_offset(ops.b_row);
+        }
+    }
+    for (r, acc) in acc.iter().enumerate() {
+        // Whether row i0 + r lies in a whole tile's rows; vector v (LANES-aligned, as
+        // `matrixmultiply`'s column tiles are) in a whole tile's columns.
+        let whole_rows = ((i0 + r) / I::LANES + 1) * I::LANES <= ops.m;
+        for v in 0..V {
+            let interior = whole_rows && cols >= (v + 1) * I::LANES;
+            let (row, col) = ((i0 + r) as isize, (j0 + v * I::LANES) as isize);
+            unsafe {
+                let at = ops.c.offset(row * ops.c_row + col);
+                // The first chain joins C_in; later ones what the first left in C.
+                let from = if step.k0 == 0 {
+                    ops.c_in.offset(row * ops.c_in_row + col)
+                } else {
+                    at
+                };
+                let out = I::join(acc[v], from, masks[v], step, interior);
+                I::store(at, masks[v], out);
+            }
+        }
+    }
+}
