@@ -609,6 +609,16 @@ fn run(args: &[String], mode: Loop) -> Vec<Measured> {
         .collect()
 }
 
+/// `v` to two decimals, right-aligned in `width` columns, then `unit`; or `-` in their
+/// place where `v` was not measured (NaN: `--no-torch`, `--no-tuned`).
+fn cell(v: f64, width: usize, unit: &str) -> String {
+    if v.is_nan() {
+        format!("{:>w$}", "-", w = width + unit.chars().count())
+    } else {
+        format!("{v:>width$.2}{unit}")
+    }
+}
+
 /// Prints the tables: the user's loop against torch, the tuned loop, the Burn baselines
 /// and the phases.
 fn report(torch: &[TorchTiming], user: &[Measured], tuned: &[Measured]) {
@@ -652,15 +662,15 @@ fn report(torch: &[TorchTiming], user: &[Measured], tuned: &[Measured]) {
             .find(|t| t.name == m.name)
             .map_or(f64::NAN, |t| ms(t.fused.total()));
         println!(
-            "{:<22} {:>9.2} ms {:>9.1} {:>8.2} ms {:>11.2}× {:>8.2} ms {:>11.2}× {:>10.2}×",
+            "{:<22} {:>9.2} ms {:>9.1} {} {} {} {} {}",
             m.name,
             yours,
             m.flops / yours * 1e-6,
-            torch_ms,
-            torch_ms / yours,
-            tuned_ms,
-            torch_ms / tuned_ms,
-            yours / tuned_ms,
+            cell(torch_ms, 8, " ms"),
+            cell(torch_ms / yours, 11, "×"),
+            cell(tuned_ms, 8, " ms"),
+            cell(torch_ms / tuned_ms, 11, "×"),
+            cell(yours / tuned_ms, 10, "×"),
         );
     }
     if user.iter().any(|m| !m.composite.is_zero()) {
