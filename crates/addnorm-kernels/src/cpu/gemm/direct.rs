@@ -59,7 +59,7 @@ pub(crate) unsafe fn sgemm(
     c: Strided<f32>,
 ) -> Option<()> {
     // SAFETY: forwarded from the caller; C is its own input.
-    unsafe { run(dims, alpha, [a, b], (beta, c), c) }
+    unsafe { run(kernel(), dims, alpha, [a, b], (beta, c), c) }
 }
 
 /// Runs `C ← α·A·B + 1·C_in` here, as [`sgemm`] with `β = 1` on a C that held `C_in`
@@ -81,21 +81,24 @@ pub(crate) unsafe fn sgemm_onto(
         return None;
     }
     // SAFETY: forwarded from the caller.
-    unsafe { run(dims, alpha, [a, b], (1.0, c_in), c) }
+    unsafe { run(kernel(), dims, alpha, [a, b], (1.0, c_in), c) }
 }
 
-/// `C ← α·A·B + β·C_in` for [`sgemm`] and [`sgemm_onto`].
+/// `C ← α·A·B + β·C_in` on `kernel` (none: `None`, untouched) for [`sgemm`] and
+/// [`sgemm_onto`], which pass [`kernel()`]; the tests pass the CPU's own, unaffected by
+/// other tests that cap [`detected`] meanwhile.
 ///
 /// # Safety
 /// As theirs.
 unsafe fn run(
+    kernel: Option<Kernel>,
     [m, k, n]: [usize; 3],
     alpha: f32,
     [a, b]: [Strided<f32>; 2],
     (beta, c_in): (f32, Strided<f32>),
     c: Strided<f32>,
 ) -> Option<()> {
-    let kernel = kernel().filter(|&kernel| takes(kernel, [m, k, n], b, c))?;
+    let kernel = kernel.filter(|&kernel| takes(kernel, [m, k, n], b, c))?;
     #[cfg(target_arch = "x86_64")]
     {
         // A B whose rows are not contiguous is copied into one that is.
@@ -157,11 +160,20 @@ fn kernel() -> Option<Kernel> {
     static PACKED_ONLY: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     let packed_only =
         *PACKED_ONLY.get_or_init(|| std::env::var("ADDNORM_GEMM").as_deref() == Ok("packed"));
-    match detected() {
-        _ if packed_only => None,
-        InstructionSet::Avx512 => Some(Kernel::Avx512),
-        InstructionSet::Avx2Fma if !has_avx512f() => Some(Kernel::Avx2Fma),
-        _ => None,
+    Kernel::for_set(detected(), has_avx512f(), packed_only)
+}
+
+impl Kernel {
+    /// [`kernel`]'s choice under the instruction set `set` that [`detected`] gives, on a CPU
+    /// that has AVX-512F or not (which alone decides `matrixmultiply`'s kernel), with or
+    /// without `ADDNORM_GEMM=packed`.
+    fn for_set(set: InstructionSet, cpu_has_avx512f: bool, packed_only: bool) -> Option<Self> {
+        match set {
+            _ if packed_only => None,
+            InstructionSet::Avx512 => Some(Kernel::Avx512),
+            InstructionSet::Avx2Fma if !cpu_has_avx512f => Some(Kernel::Avx2Fma),
+            _ => None,
+        }
     }
 }
 

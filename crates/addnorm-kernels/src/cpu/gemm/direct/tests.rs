@@ -55,7 +55,7 @@ fn compare(dims: [usize; 3], layouts: [Layout; 3], alpha: f32, beta: f32) -> boo
     let b_view = lb.view(b.as_mut_ptr(), k, n);
     // SAFETY: every view addresses its own live buffer; each C is written by one call.
     let took = unsafe {
-        let took = sgemm(
+        let took = sgemm_here(
             dims,
             alpha,
             a_view,
@@ -99,9 +99,42 @@ fn compare(dims: [usize; 3], layouts: [Layout; 3], alpha: f32, beta: f32) -> boo
     took
 }
 
+/// The direct kernel this CPU runs, uncapped: read from the CPU, not from [`detected`],
+/// which other tests cap for a moment while these run.
+fn cpu_kernel() -> Option<Kernel> {
+    #[cfg(target_arch = "x86_64")]
+    let avx2_fma =
+        std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma");
+    #[cfg(not(target_arch = "x86_64"))]
+    let avx2_fma = false;
+    if has_avx512f() {
+        Some(Kernel::Avx512)
+    } else if avx2_fma {
+        Some(Kernel::Avx2Fma)
+    } else {
+        None
+    }
+}
+
 /// Whether the direct kernel runs on this CPU (AVX-512F, or AVX2 with FMA).
 fn direct() -> bool {
-    kernel().is_some()
+    cpu_kernel().is_some()
+}
+
+/// [`sgemm`] on [`cpu_kernel`].
+///
+/// # Safety
+/// As [`sgemm`].
+unsafe fn sgemm_here(
+    dims: [usize; 3],
+    alpha: f32,
+    a: Strided<f32>,
+    b: Strided<f32>,
+    beta: f32,
+    c: Strided<f32>,
+) -> Option<()> {
+    // SAFETY: forwarded from the caller.
+    unsafe { run(cpu_kernel(), dims, alpha, [a, b], (beta, c), c) }
 }
 
 const ROW_MAJOR: Layout = Layout {
@@ -112,7 +145,7 @@ const ROW_MAJOR: Layout = Layout {
 #[test]
 fn equals_matrixmultiply_bit_for_bit_over_shapes_and_layouts() {
     let (mut taken, mut small) = (0, 0);
-    let bound = kernel().map_or(0, Kernel::largest_b);
+    let bound = cpu_kernel().map_or(0, Kernel::largest_b);
     for m in [1, 2, 3, 5, 11, 12, 13, 17, 25, 64] {
         for k in [1, 7, 16, 17, 32, 255, 256, 257, 600] {
             for n in [1, 5, 16, 17, 31, 32, 33, 96, 128] {
@@ -139,7 +172,7 @@ fn equals_matrixmultiply_bit_for_bit_over_shapes_and_layouts() {
     }
     // The kernel takes every call up to its size limit where it runs: on AVX-512 all but the
     // k = 600, n = 128 calls; on AVX2 the 64 (k, n) pairs with k·n ≤ 8192.
-    let expected = match kernel() {
+    let expected = match cpu_kernel() {
         Some(Kernel::Avx512) => 10 * 9 * 9 * 4 - 10 * 4,
         Some(Kernel::Avx2Fma) => 10 * 64 * 4,
         None => 0,
@@ -183,7 +216,7 @@ fn equals_matrixmultiply_for_every_scaling() {
                     },
                 ];
                 let took = compare(dims, layouts, alpha, beta);
-                let within = dims[1] * dims[2] <= kernel().map_or(0, Kernel::largest_b);
+                let within = dims[1] * dims[2] <= cpu_kernel().map_or(0, Kernel::largest_b);
                 assert_eq!(took, within, "{dims:?} α {alpha} β {beta}");
             }
         }
@@ -208,7 +241,7 @@ fn leaves_strided_outputs_and_large_operands_to_matrixmultiply() {
     assert!(!compare([272, 512, 1536], [ROW_MAJOR; 3], 1.0, 0.0));
     // A B of 16 Ki elements: over AVX2's bound, within AVX-512's.
     let taken = compare([64, 64, 256], [ROW_MAJOR; 3], 1.0, 0.0);
-    assert_eq!(taken, kernel() == Some(Kernel::Avx512));
+    assert_eq!(taken, cpu_kernel() == Some(Kernel::Avx512));
 }
 
 #[test]
@@ -220,7 +253,7 @@ fn does_not_read_c_when_beta_is_zero() {
     let mut c = vec![f32::NAN; 6 * 7];
     // SAFETY: each view addresses its own live buffer.
     let took = unsafe {
-        sgemm(
+        sgemm_here(
             [6, 5, 7],
             1.0,
             Strided::rows(a.as_mut_ptr(), 5),
@@ -279,5 +312,24 @@ fn the_bias_joined_in_place_equals_the_bias_copied_first() {
                 .count();
             assert_eq!(differ, 0, "[{m}, {k}, {n}] transposed A {transposed}");
         }
+    }
+}
+
+/// The direct kernel runs on the set whose kernel `matrixmultiply` picks, and only there:
+/// AVX-512 where the CPU has it and `detected` is not capped; AVX2 only on a CPU without
+/// AVX-512F (an AVX-512 CPU capped to AVX2 runs neither, since `sgemm` keeps its AVX-512
+/// kernel there); nothing on the baseline or with `ADDNORM_GEMM=packed`.
+#[test]
+fn runs_only_where_matrixmultiply_runs_the_same_instruction_set() {
+    use InstructionSet::{Avx2Fma, Avx512, Baseline};
+    for (set, avx512f, expected) in [
+        (Avx512, true, Some(Kernel::Avx512)),
+        (Avx2Fma, true, None),
+        (Avx2Fma, false, Some(Kernel::Avx2Fma)),
+        (Baseline, true, None),
+        (Baseline, false, None),
+    ] {
+        assert_eq!(Kernel::for_set(set, avx512f, false), expected, "{set:?}");
+        assert_eq!(Kernel::for_set(set, avx512f, true), None, "{set:?}, packed");
     }
 }
