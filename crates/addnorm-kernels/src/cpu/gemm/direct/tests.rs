@@ -55,14 +55,8 @@ fn compare(dims: [usize; 3], layouts: [Layout; 3], alpha: f32, beta: f32) -> boo
     let b_view = lb.view(b.as_mut_ptr(), k, n);
     // SAFETY: every view addresses its own live buffer; each C is written by one call.
     let took = unsafe {
-        let took = sgemm_here(
-            dims,
-            alpha,
-            a_view,
-            b_view,
-            beta,
-            lc.view(c_direct.as_mut_ptr(), m, n),
-        );
+        let c = lc.view(c_direct.as_mut_ptr(), m, n);
+        let took = run(cpu_kernel(), dims, alpha, [a_view, b_view], (beta, c), c);
         let c = lc.view(c_reference.as_mut_ptr(), m, n);
         matrixmultiply::sgemm(
             m,
@@ -119,22 +113,6 @@ fn cpu_kernel() -> Option<Kernel> {
 /// Whether the direct kernel runs on this CPU (AVX-512F, or AVX2 with FMA).
 fn direct() -> bool {
     cpu_kernel().is_some()
-}
-
-/// [`sgemm`] on [`cpu_kernel`].
-///
-/// # Safety
-/// As [`sgemm`].
-unsafe fn sgemm_here(
-    dims: [usize; 3],
-    alpha: f32,
-    a: Strided<f32>,
-    b: Strided<f32>,
-    beta: f32,
-    c: Strided<f32>,
-) -> Option<()> {
-    // SAFETY: forwarded from the caller.
-    unsafe { run(cpu_kernel(), dims, alpha, [a, b], (beta, c), c) }
 }
 
 const ROW_MAJOR: Layout = Layout {
@@ -253,14 +231,9 @@ fn does_not_read_c_when_beta_is_zero() {
     let mut c = vec![f32::NAN; 6 * 7];
     // SAFETY: each view addresses its own live buffer.
     let took = unsafe {
-        sgemm_here(
-            [6, 5, 7],
-            1.0,
-            Strided::rows(a.as_mut_ptr(), 5),
-            Strided::rows(b.as_mut_ptr(), 7),
-            0.0,
-            Strided::rows(c.as_mut_ptr(), 7),
-        )
+        let [a, b] = [(a.as_mut_ptr(), 5), (b.as_mut_ptr(), 7)].map(|(p, w)| Strided::rows(p, w));
+        let c = Strided::rows(c.as_mut_ptr(), 7);
+        run(cpu_kernel(), [6, 5, 7], 1.0, [a, b], (0.0, c), c)
     };
     assert!(took.is_some());
     assert!(c.iter().all(|v| v.is_finite()));
