@@ -85,8 +85,11 @@ fn requested_cap() -> InstructionSet {
     }
 }
 
+/// The widest [`InstructionSet`] the CPU has, whatever `ADDNORM_CPU_DISPATCH` caps
+/// [`detected`] to (the direct GEMM's tests run on it, since other tests cap [`detected`]
+/// for a moment).
 #[cfg(target_arch = "x86_64")]
-fn detect() -> InstructionSet {
+pub(crate) fn detect() -> InstructionSet {
     if std::arch::is_x86_feature_detected!("avx512f")
         && std::arch::is_x86_feature_detected!("avx2")
         && std::arch::is_x86_feature_detected!("fma")
@@ -101,8 +104,11 @@ fn detect() -> InstructionSet {
     }
 }
 
+/// The widest [`InstructionSet`] the CPU has, whatever `ADDNORM_CPU_DISPATCH` caps
+/// [`detected`] to (the direct GEMM's tests run on it, since other tests cap [`detected`]
+/// for a moment).
 #[cfg(not(target_arch = "x86_64"))]
-fn detect() -> InstructionSet {
+pub(crate) fn detect() -> InstructionSet {
     InstructionSet::Baseline
 }
 

@@ -175,6 +175,20 @@ impl Kernel {
             _ => None,
         }
     }
+
+    /// The most elements of B this kernel takes.
+    ///
+    /// - AVX-512: 2¹⁶ (256 KiB of f32, half of a 2-core Xeon's or Zen's per-core L2): its
+    ///   12-row tiles use each B element loaded 12 times.
+    /// - AVX2: 2¹³ (32 KiB, Zen 3's L1d): its 6-row tiles use each B element 6 times, and
+    ///   with B out of L1 `matrixmultiply`'s packed kernel was faster on the 2-core EPYC
+    ///   (0.6–0.9× at 16–64 Ki elements, PERFORMANCE.md §18).
+    fn largest_b(self) -> usize {
+        match self {
+            Kernel::Avx512 => 1 << 16,
+            Kernel::Avx2Fma => 1 << 13,
+        }
+    }
 }
 
 /// Whether the CPU has AVX-512F, whatever `ADDNORM_CPU_DISPATCH` says: `matrixmultiply`
@@ -215,22 +229,6 @@ fn takes(kernel: Kernel, [m, k, n]: [usize; 3], b: Strided<f32>, c: Strided<f32>
     let offsets_fit = n as isize * b.col_stride.abs() < i32::MAX as isize / 4;
     let sizes = m > 0 && k > 0 && n > 0 && k * n <= kernel.largest_b();
     sizes && c.col_stride == 1 && offsets_fit
-}
-
-impl Kernel {
-    /// The most elements of B this kernel takes.
-    ///
-    /// - AVX-512: 2¹⁶ (256 KiB of f32, half of a 2-core Xeon's or Zen's per-core L2): its
-    ///   12-row tiles use each B element loaded 12 times.
-    /// - AVX2: 2¹³ (32 KiB, Zen 3's L1d): its 6-row tiles use each B element 6 times, and
-    ///   with B out of L1 `matrixmultiply`'s packed kernel was faster on the 2-core EPYC
-    ///   (0.6–0.9× at 16–64 Ki elements, PERFORMANCE.md §18).
-    fn largest_b(self) -> usize {
-        match self {
-            Kernel::Avx512 => 1 << 16,
-            Kernel::Avx2Fma => 1 << 13,
-        }
-    }
 }
 
 /// The pointers and strides of one call: A's as given, B's rows contiguous (`b_row` apart),

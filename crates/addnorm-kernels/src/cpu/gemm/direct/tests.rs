@@ -93,21 +93,11 @@ fn compare(dims: [usize; 3], layouts: [Layout; 3], alpha: f32, beta: f32) -> boo
     took
 }
 
-/// The direct kernel this CPU runs, uncapped: read from the CPU, not from [`detected`],
-/// which other tests cap for a moment while these run.
+/// The direct kernel this CPU runs, uncapped: [`kernel`]'s choice under the CPU's own set
+/// ([`crate::cpu::dispatch::detect`]), not under [`detected`], which other tests cap for a
+/// moment while these run.
 fn cpu_kernel() -> Option<Kernel> {
-    #[cfg(target_arch = "x86_64")]
-    let avx2_fma =
-        std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma");
-    #[cfg(not(target_arch = "x86_64"))]
-    let avx2_fma = false;
-    if has_avx512f() {
-        Some(Kernel::Avx512)
-    } else if avx2_fma {
-        Some(Kernel::Avx2Fma)
-    } else {
-        None
-    }
+    Kernel::for_set(crate::cpu::dispatch::detect(), has_avx512f(), false)
 }
 
 /// Whether the direct kernel runs on this CPU (AVX-512F, or AVX2 with FMA).
