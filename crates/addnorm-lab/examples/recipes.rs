@@ -14,20 +14,21 @@
 //! cargo run --release --example recipes --features wgpu
 //! ```
 
-// The lab's library is linked only for build time: it has already compiled Burn's code for
-// every enabled backend, and at the dev profile's opt-level 1 rustc reuses those generic
-// instances instead of compiling them again (`cargo test` builds examples: this one took
-// about 7 CPU-minutes on its own, and takes seconds beside the lab). Nothing of the lab is
-// used: this is a plain library user's program.
 use addnorm::backend::{AutodiffBackend, PREFERRED, device};
 use addnorm::nn::{
     Affine, LayerNormConfig, NormConfig, Placement, QkNormScope, RmsNormConfig,
     TransformerBlockConfig, TransformerStack, TransformerStackConfig,
 };
-use addnorm_lab as _;
 use burn::nn::loss::CrossEntropyLossConfig;
 use burn::optim::{AdamConfig, GradientsParams, Optimizer};
 use burn::tensor::{Distribution, Int, Tensor};
+
+// The lab's library is linked only for build time: it has already compiled Burn's code for
+// every enabled backend, and at the dev profile's opt-level 1 rustc reuses those generic
+// instances instead of compiling them again (`cargo test` builds examples: this one took
+// about 7 CPU-minutes on its own, and takes seconds beside the lab). Nothing of the lab is
+// used: this is a plain library user's program.
+use addnorm_lab as _;
 
 type B = AutodiffBackend;
 

@@ -9,16 +9,17 @@
 //! cargo run --release --example seed_walkthrough --features wgpu
 //! ```
 
+use addnorm::backend::{Backend, PREFERRED, device};
+use addnorm::nn::{Affine, EpsilonPlacement, LayerNormConfig, RmsNormConfig, Variance};
+use burn::nn::{LinearConfig, Relu};
+use burn::tensor::{Distribution, Tensor, TensorData};
+
 // The lab's library is linked only for build time: it has already compiled Burn's code for
 // every enabled backend, and at the dev profile's opt-level 1 rustc reuses those generic
 // instances instead of compiling them again (`cargo test` builds examples: this one took
 // about 5 CPU-minutes on its own, and takes seconds beside the lab). Nothing of the lab is
 // used: this is a plain library user's program.
-use addnorm::backend::{Backend, PREFERRED, device};
-use addnorm::nn::{Affine, EpsilonPlacement, LayerNormConfig, RmsNormConfig, Variance};
 use addnorm_lab as _;
-use burn::nn::{LinearConfig, Relu};
-use burn::tensor::{Distribution, Tensor, TensorData};
 
 /// Per-row mean and variance (unbiased, as `torch.var`'s default) of a `[rows, n]` tensor.
 fn row_stats(t: &Tensor<Backend, 2>) -> (Vec<f32>, Vec<f32>) {
