@@ -21,6 +21,13 @@ const DIRECT: [&str; 5] = [
 /// The guarded accessors, the only files allowed to name a device constructor.
 const GUARD: &str = "tests/suite/common.rs";
 
+/// The workspace's root: the suite's package is its `tests/` folder.
+fn workspace_root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("tests/ sits in the workspace root")
+}
+
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
@@ -56,7 +63,7 @@ fn escapes(root: &Path, files: &[PathBuf]) -> Vec<String> {
 
 #[test]
 fn no_test_builds_a_gpu_device_by_itself() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let root = workspace_root();
     let mut files = Vec::new();
     for dir in ["tests", "crates/addnorm-lab/tests"] {
         rust_files(&root.join(dir), &mut files);
@@ -135,7 +142,7 @@ fn example_escapes(name: &str, text: &str) -> Vec<String> {
 
 #[test]
 fn no_doc_example_runs_on_the_preferred_backend() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let root = workspace_root();
     let mut files = Vec::new();
     for dir in [
         "src",

@@ -159,7 +159,7 @@ on_every_backend! {
     fn group_norm_loads_torch_weights_and_matches_its_output<B>(device) {
         let loaded = fixtures().loaded;
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/fixtures/pytorch/group_norm.pt");
+            .join("fixtures/pytorch/group_norm.pt");
         let state = StateDict::from_file(path).expect("group_norm.pt");
         assert_eq!(state.keys(), ["bias", "weight"]);
         let norm = GroupNormConfig::new(loaded.groups, loaded.shape[1])
@@ -176,8 +176,8 @@ on_every_backend! {
 #[test]
 fn a_wrong_width_is_a_named_error() {
     type B = addnorm::backend::ndarray::Backend;
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/pytorch/group_norm.pt");
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/pytorch/group_norm.pt");
     let state = StateDict::from_file(path).expect("group_norm.pt");
     let norm = GroupNormConfig::new(2, 6).init::<B>(&Default::default());
     let message = norm.load_pytorch(&state, "").unwrap_err().to_string();

@@ -4,6 +4,10 @@
 //! instantiated by [`on_every_backend!`] for every backend this build enables, so
 //! `cargo test --features wgpu` runs each of them on both ndarray and wgpu.
 
+// Build time only: links the lab's library so rustc reuses its compiled instances of
+// Burn's and CubeCL's generic GPU code (see `tests/Cargo.toml`). No test uses the lab.
+use addnorm_lab as _;
+
 mod attention;
 mod block_parity;
 mod block_placements;

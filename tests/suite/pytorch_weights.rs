@@ -36,7 +36,7 @@ fn outputs() -> Outputs {
 }
 
 fn fixture(name: &str) -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/fixtures/pytorch/{name}"))
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("fixtures/pytorch/{name}"))
 }
 
 fn case<'a>(outputs: &'a Outputs, name: &str) -> &'a Case {
