@@ -86,6 +86,12 @@ pub fn wgpu_device(test: &str) -> Option<burn::backend::wgpu::WgpuDevice> {
     gpu_available(addnorm::backend::Kind::Wgpu, test).then(addnorm::backend::wgpu::device)
 }
 
+/// The committed PyTorch checkpoint `name` (`tests/fixtures/pytorch/`, written by
+/// `tests/fixtures/make_pytorch_weights.py` and `make_group_norm_fixtures.py`).
+pub fn pytorch_checkpoint(name: &str) -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("fixtures/pytorch/{name}"))
+}
+
 /// The values of a tensor as f64, whatever its element type.
 pub fn values<B: Backend, const D: usize>(t: Tensor<B, D>) -> Vec<f64> {
     t.into_data()

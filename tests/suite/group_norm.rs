@@ -11,7 +11,7 @@ use burn::module::Param;
 use burn::tensor::Tensor;
 use serde::Deserialize;
 
-use crate::common::{assert_close, tensor, values};
+use crate::common::{assert_close, pytorch_checkpoint, tensor, values};
 use crate::on_every_backend;
 
 /// One generated case; see the generator script.
@@ -158,9 +158,7 @@ on_every_backend! {
     /// gives PyTorch's output.
     fn group_norm_loads_torch_weights_and_matches_its_output<B>(device) {
         let loaded = fixtures().loaded;
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("fixtures/pytorch/group_norm.pt");
-        let state = StateDict::from_file(path).expect("group_norm.pt");
+        let state = StateDict::from_file(pytorch_checkpoint("group_norm.pt")).expect("group_norm.pt");
         assert_eq!(state.keys(), ["bias", "weight"]);
         let norm = GroupNormConfig::new(loaded.groups, loaded.shape[1])
             .init::<B>(device)
@@ -176,9 +174,7 @@ on_every_backend! {
 #[test]
 fn a_wrong_width_is_a_named_error() {
     type B = addnorm::backend::ndarray::Backend;
-    let path =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/pytorch/group_norm.pt");
-    let state = StateDict::from_file(path).expect("group_norm.pt");
+    let state = StateDict::from_file(pytorch_checkpoint("group_norm.pt")).expect("group_norm.pt");
     let norm = GroupNormConfig::new(2, 6).init::<B>(&Default::default());
     let message = norm.load_pytorch(&state, "").unwrap_err().to_string();
     assert!(message.contains("weight"), "{message}");

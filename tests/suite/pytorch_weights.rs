@@ -12,7 +12,7 @@ use addnorm::nn::{
 use burn::tensor::Tensor;
 use serde::Deserialize;
 
-use crate::common::{assert_close, tensor, values};
+use crate::common::{assert_close, pytorch_checkpoint, tensor, values};
 use crate::on_every_backend;
 
 #[derive(Deserialize)]
@@ -33,10 +33,6 @@ struct Case {
 
 fn outputs() -> Outputs {
     serde_json::from_str(include_str!("../fixtures/pytorch/outputs.json")).unwrap()
-}
-
-fn fixture(name: &str) -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("fixtures/pytorch/{name}"))
 }
 
 fn case<'a>(outputs: &'a Outputs, name: &str) -> &'a Case {
@@ -70,14 +66,14 @@ on_every_backend! {
     fn norms_load_torch_weights_and_match_its_output<B>(device) {
         let o = outputs();
         let c = case(&o, "layer_norm");
-        let state = StateDict::from_file(fixture("layer_norm.pt")).unwrap();
+        let state = StateDict::from_file(pytorch_checkpoint("layer_norm.pt")).unwrap();
         assert_eq!(state.keys(), ["bias", "weight"]);
         let norm = LayerNormConfig::new(vec![6]).init::<B>(device).load_pytorch(&state, "").unwrap();
         let y = norm.forward(tensor::<B, 3>(&c.x, [2, 3, 6], device));
         assert_close("layer_norm", &values(y), &c.y, 1e-5);
 
         let c = case(&o, "rms_norm");
-        let state = StateDict::from_file_under(fixture("rms_norm.pt"), "model_state_dict").unwrap();
+        let state = StateDict::from_file_under(pytorch_checkpoint("rms_norm.pt"), "model_state_dict").unwrap();
         let norm = RmsNormConfig::new(vec![6]).init::<B>(device).load_pytorch(&state, "").unwrap();
         let y = norm.forward(tensor::<B, 3>(&c.x, [2, 3, 6], device));
         assert_close("rms_norm", &values(y), &c.y, 1e-5);
@@ -90,7 +86,7 @@ on_every_backend! {
         let o = outputs();
         let c = case(&o, "encoder_post");
         let shape = [c.shape[0], c.shape[1], c.shape[2]];
-        let state = StateDict::from_file(fixture("encoder_post.pt")).unwrap();
+        let state = StateDict::from_file(pytorch_checkpoint("encoder_post.pt")).unwrap();
         let post = block::<B>(&o, Placement::Post, Activation::Relu, device)
             .load_pytorch(&state, "")
             .unwrap();
@@ -99,7 +95,7 @@ on_every_backend! {
         assert_close("encoder_post", &values(y), &c.y, tol);
 
         let c = case(&o, "encoder_pre");
-        let state = StateDict::from_file(fixture("encoder_pre.pt")).unwrap();
+        let state = StateDict::from_file(pytorch_checkpoint("encoder_pre.pt")).unwrap();
         let mut x: Tensor<B, 3> = tensor(&c.x, shape, device);
         for layer in 0..2 {
             let pre = block::<B>(&o, Placement::Pre, Activation::Gelu, device)
@@ -118,7 +114,7 @@ fn a_post_branch_block_loads_the_encoder_layer_names_into_its_output_norms() {
     type B = addnorm::backend::ndarray::Backend;
     let device = addnorm::backend::ndarray::device();
     let o = outputs();
-    let state = StateDict::from_file(fixture("encoder_post.pt")).unwrap();
+    let state = StateDict::from_file(pytorch_checkpoint("encoder_post.pt")).unwrap();
     let loaded = block::<B>(&o, Placement::PostBranch, Activation::Relu, &device)
         .load_pytorch(&state, "")
         .unwrap();
@@ -148,7 +144,7 @@ fn a_parallel_block_loads_norm1_into_its_one_norm() {
     type B = addnorm::backend::ndarray::Backend;
     let device = addnorm::backend::ndarray::device();
     let o = outputs();
-    let state = StateDict::from_file(fixture("encoder_post.pt")).unwrap();
+    let state = StateDict::from_file(pytorch_checkpoint("encoder_post.pt")).unwrap();
     let loaded = block::<B>(&o, Placement::Parallel, Activation::Relu, &device)
         .load_pytorch(&state, "")
         .unwrap();
@@ -177,7 +173,7 @@ fn layer_scale_gains_are_read_under_timms_names() {
     type B = addnorm::backend::ndarray::Backend;
     let device = addnorm::backend::ndarray::device();
     let o = outputs();
-    let state = StateDict::from_file(fixture("encoder_post.pt")).unwrap();
+    let state = StateDict::from_file(pytorch_checkpoint("encoder_post.pt")).unwrap();
     let block = block_config(&o, Placement::Post, Activation::Relu)
         .with_layer_scale(Some(1e-5))
         .init::<B>(&device);
@@ -193,7 +189,7 @@ fn layer_scale_gains_are_read_under_timms_names() {
 fn loading_keeps_parameter_ids() {
     type B = addnorm::backend::ndarray::Backend;
     let device = addnorm::backend::ndarray::device();
-    let state = StateDict::from_file(fixture("layer_norm.pt")).unwrap();
+    let state = StateDict::from_file(pytorch_checkpoint("layer_norm.pt")).unwrap();
     let norm = LayerNormConfig::new(vec![6]).init::<B>(&device);
     let id = norm.gamma.as_ref().unwrap().id;
     let loaded = norm.load_pytorch(&state, "").unwrap();
@@ -205,7 +201,7 @@ fn missing_keys_wrong_shapes_wrong_placements_and_bad_files_are_named_errors() {
     type B = addnorm::backend::ndarray::Backend;
     let device = addnorm::backend::ndarray::device();
     let o = outputs();
-    let state = StateDict::from_file(fixture("encoder_post.pt")).unwrap();
+    let state = StateDict::from_file(pytorch_checkpoint("encoder_post.pt")).unwrap();
     let message = |e: PytorchLoadError| e.to_string();
 
     let wrong_width = LayerNormConfig::new(vec![5]).init::<B>(&device);
@@ -235,7 +231,7 @@ fn missing_keys_wrong_shapes_wrong_placements_and_bad_files_are_named_errors() {
         "{err}"
     );
 
-    let err = message(StateDict::from_file(fixture("outputs.json")).unwrap_err());
+    let err = message(StateDict::from_file(pytorch_checkpoint("outputs.json")).unwrap_err());
     assert!(
         err.contains("outputs.json") && err.contains("not a readable PyTorch file"),
         "{err}"
@@ -265,7 +261,7 @@ fn normformer_and_ada_ln_zero_blocks_load_their_checkpoints() {
         .with_norm(LayerNormConfig::new(vec![d]).into())
         .with_activation(Activation::Gelu);
 
-    let state = StateDict::from_file(fixture("normformer_layer.pt")).unwrap();
+    let state = StateDict::from_file(pytorch_checkpoint("normformer_layer.pt")).unwrap();
     let block = config
         .clone()
         .normformer()
@@ -276,7 +272,7 @@ fn normformer_and_ada_ln_zero_blocks_load_their_checkpoints() {
     let out = block.forward(tensor::<B, 3>(&case.x, case.shape, &device));
     assert_close("normformer", &values(out), &case.y, 1e-4);
 
-    let state = StateDict::from_file(fixture("dit_layer.pt")).unwrap();
+    let state = StateDict::from_file(pytorch_checkpoint("dit_layer.pt")).unwrap();
     let dit_norm = LayerNormConfig::new(vec![d])
         .with_affine(addnorm::nn::Affine::Off)
         .with_epsilon(1e-6);
@@ -303,13 +299,13 @@ fn gru_gated_block_loads_its_checkpoint() {
         .with_norm(LayerNormConfig::new(vec![8]).into())
         .with_activation(Activation::Gelu)
         .with_residual_gate(true);
-    let state = StateDict::from_file(fixture("gru_gated_layer.pt")).unwrap();
+    let state = StateDict::from_file(pytorch_checkpoint("gru_gated_layer.pt")).unwrap();
     let block = config.init::<B>(&device).load_pytorch(&state, "").unwrap();
     let case = block_case("pre_gru_gate_gelu");
     let out = block.forward(tensor::<B, 3>(&case.x, case.shape, &device));
     assert_close("GRU-gated block", &values(out), &case.y, 1e-4);
 
-    let plain = StateDict::from_file(fixture("encoder_pre.pt")).unwrap();
+    let plain = StateDict::from_file(pytorch_checkpoint("encoder_pre.pt")).unwrap();
     let err = config
         .init::<B>(&device)
         .load_pytorch(&plain, "layers.0.")
