@@ -139,6 +139,21 @@ impl RecipeArgs {
 }
 
 impl ModelArgs {
+    /// Refuses widths the attention cannot split: every head takes `d_model / heads`
+    /// features, so `--d-model` must be a multiple of `--heads` (given, or the command's
+    /// default).
+    pub(crate) fn check(&self) -> Result<(), String> {
+        let block = self.stack().block;
+        let (d_model, heads) = (block.d_model, block.n_heads);
+        if d_model.is_multiple_of(heads) {
+            return Ok(());
+        }
+        Err(format!(
+            "--d-model {d_model} is not a multiple of --heads {heads}: each head takes \
+             d_model / heads features"
+        ))
+    }
+
     /// The stack of these widths (its depth, placement and norm are the command's).
     pub fn stack(&self) -> TransformerStackConfig {
         let d = self.d_model;

@@ -43,13 +43,18 @@ fn check_writable(out: &Path) -> Result<(), String> {
         .map_err(|e| format!("--out {}: cannot write there: {e}", out.display()))
 }
 
-/// Refuses a task the generator cannot pose (a Markov language with under 4 symbols), and
-/// `train`'s block options that its placement cannot take.
+/// Refuses a task the generator cannot pose (a Markov language with under 4 symbols),
+/// widths the attention cannot split into heads, and `train`'s block options that its
+/// placement cannot take.
 fn check_task(command: &Command) -> Result<(), String> {
     match command {
-        Command::Train(a) => a.task.check().and(a.recipes.check(a.placement)),
-        Command::Probe(a) => a.task.check(),
-        Command::Sweep(a) => a.task.check(),
+        Command::Train(a) => a
+            .task
+            .check()
+            .and(a.model.check())
+            .and(a.recipes.check(a.placement)),
+        Command::Probe(a) => a.task.check().and(a.model.check()),
+        Command::Sweep(a) => a.task.check().and(a.model.check()),
         Command::Demo(_) | Command::Report(_) | Command::Merge(_) => Ok(()),
     }
 }

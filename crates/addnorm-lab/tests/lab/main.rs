@@ -745,6 +745,29 @@ fn cli_rejects_depth_0() {
     );
 }
 
+/// Widths the attention cannot split into heads are refused by every command that builds
+/// a model, before any work (they used to panic in the model's constructor, exit 101).
+#[test]
+fn cli_rejects_a_width_that_the_heads_do_not_divide() {
+    let dir = TempDir::new("cli-heads");
+    let out = dir.path().to_str().unwrap();
+    for command in ["train", "probe", "sweep"] {
+        assert_rejected(
+            &[command, "--out", out, "--d-model", "30", "--heads", "4"],
+            dir.path(),
+            "--heads 4",
+            "--d-model 30",
+        );
+    }
+    // The command's default head count counts too: train's is 2.
+    assert_rejected(
+        &["train", "--out", out, "--d-model", "31"],
+        dir.path(),
+        "--heads 2",
+        "--d-model 31",
+    );
+}
+
 #[test]
 fn cli_rejects_a_negative_learning_rate() {
     let dir = TempDir::new("cli-lr");
