@@ -49,6 +49,8 @@ pub trait Real:
     fn exp(self) -> Self;
     /// The natural logarithm (the C library's; the kernels call it once per row).
     fn ln(self) -> Self;
+    /// Neither infinite nor NaN.
+    fn is_finite(self) -> bool;
 }
 
 impl Real for f32 {
@@ -74,6 +76,10 @@ impl Real for f32 {
     fn ln(self) -> Self {
         f32::ln(self)
     }
+    #[inline(always)]
+    fn is_finite(self) -> bool {
+        f32::is_finite(self)
+    }
 }
 
 impl Real for f64 {
@@ -98,6 +104,10 @@ impl Real for f64 {
     #[inline(always)]
     fn ln(self) -> Self {
         f64::ln(self)
+    }
+    #[inline(always)]
+    fn is_finite(self) -> bool {
+        f64::is_finite(self)
     }
 }
 

@@ -15,13 +15,14 @@
 //! ```
 //!
 //! One task per (batch, head): its query blocks run in order because each adds into the
-//! head's dK and dV (rows `0..n_k`), which belong to that task alone.
+//! head's dK and dV (rows `0..n_k`), which belong to that task alone. `P` and `dS` are
+//! scratch matrices with rows [`padded_row`]`(n_k)` apart, as in the forward.
 //!
 //! # Shapes
 //! - `q`, `k`, `v`, `output`, `grad_output`, the gradients: `[batch, T, d_model]`
 //! - `lse`: `[batch, heads, T]`
 
-use super::{Gemm, Shared, Strided, query_blocks, run_tasks};
+use super::{Gemm, RowStride, Shared, Strided, padded_row, query_blocks, run_tasks, vector_extent};
 use crate::attention::spec::{AttentionSpec, HeadLayout};
 use crate::cpu::dispatch::vectorized;
 use crate::cpu::real::sum_map2;
@@ -51,6 +52,8 @@ struct Call<'a, E> {
     grad_output: &'a [E],
     /// dQ, dK, dV; zeroed on entry (dK and dV are accumulated).
     grads: [Shared<E>; 3],
+    /// The scratch's row stride for a block of `n_k` keys.
+    row_stride: RowStride,
 }
 
 /// The scratch of a task: `P` and `dP` (then `dS`), `Δ`, and with a soft cap the slope
@@ -82,7 +85,19 @@ pub fn backward<E: Gemm>(
     spec: &AttentionSpec,
     saved: Saved<'_, E>,
     grad_output: &[E],
+    grads: [&mut [E]; 3],
+) {
+    backward_with(layout, spec, saved, grad_output, grads, padded_row);
+}
+
+/// [`backward`] with the scratch rows `row_stride(n_k)` apart.
+pub(crate) fn backward_with<E: Gemm>(
+    layout: HeadLayout,
+    spec: &AttentionSpec,
+    saved: Saved<'_, E>,
+    grad_output: &[E],
     [dq, dk, dv]: [&mut [E]; 3],
+    row_stride: RowStride,
 ) {
     let Saved {
         q,
@@ -116,6 +131,7 @@ pub fn backward<E: Gemm>(
         saved,
         grad_output,
         grads: [Shared::new(dq), Shared::new(dk), Shared::new(dv)],
+        row_stride,
     };
     let heads: Vec<usize> = (0..layout.batch * layout.heads).collect();
     let keys = if spec.causal {
@@ -158,14 +174,17 @@ impl<E: Gemm> Call<'_, E> {
         } = self.saved;
         let [q, k, v, dout] = [q, k, v, self.grad_output].map(Shared::reading);
         let [dq, dk, dv] = &self.grads;
+        let stride = (self.row_stride)(keys);
+        // The GEMMs write every key column of P and dP (β = 0: they read none); the
+        // padding keeps what the last block left, which no GEMM reads and `probabilities`
+        // overwrites. So no zeroing pass.
         for buffer in [&mut scratch.p, &mut scratch.ds] {
-            buffer.clear();
-            buffer.resize(rows * keys, E::ZERO);
+            buffer.resize(rows * stride, E::ZERO);
         }
-        let p = Strided::rows(scratch.p.as_mut_ptr(), keys);
-        let ds = Strided::rows(scratch.ds.as_mut_ptr(), keys);
+        let p = Strided::rows(scratch.p.as_mut_ptr(), stride);
+        let ds = Strided::rows(scratch.ds.as_mut_ptr(), stride);
         // SAFETY (all GEMMs below): q, k, v, dO are read only; p and ds are this task's
-        // scratch of rows × keys; dQ rows i0..i1 and dK, dV rows 0..keys of head h are
+        // scratch of rows × stride; dQ rows i0..i1 and dK, dV rows 0..keys of head h are
         // written by this task (one per batch element and head) alone.
         unsafe {
             E::gemm(
@@ -193,7 +212,7 @@ impl<E: Gemm> Call<'_, E> {
                 if let Some(c) = self.cap {
                     cap_with_slope(&mut scratch.p, &mut scratch.slope, c);
                 }
-                probabilities(&mut scratch.p, keys, i0, lse, |i| {
+                probabilities(&mut scratch.p, stride, i0, lse, |i| {
                     layout.visible_keys(i, self.causal)
                 })
             },
@@ -220,7 +239,7 @@ impl<E: Gemm> Call<'_, E> {
             #[inline(always)]
             || {
                 let slope = self.cap.map(|_| scratch.slope.as_slice());
-                score_gradients(&mut scratch.ds, &scratch.p, keys, &scratch.delta, slope)
+                score_gradients(&mut scratch.ds, &scratch.p, stride, &scratch.delta, slope)
             },
         );
         unsafe {
@@ -258,32 +277,43 @@ fn cap_with_slope<E: Gemm>(scores: &mut [E], slope: &mut Vec<E>, c: E) {
     }
 }
 
-/// Turns logits `scores: [rows, keys]` (row `r` is query `i0 + r`) into the forward's
-/// probabilities `exp(S − lse)` over the `visible(i)` leading keys, 0 elsewhere.
+/// Turns logits `scores: [rows, stride]` (row `r` is query `i0 + r`; its first
+/// `visible(i)` elements are the keys it sees, the rest masked keys and padding) into the
+/// forward's probabilities `exp(S − lse)` over the visible keys, 0 elsewhere. The
+/// exponentials run over the visible keys rounded up to whole vectors ([`vector_extent`]),
+/// and what lies past the visible keys is then set to 0.
 #[inline(always)]
 fn probabilities<E: Gemm>(
     scores: &mut [E],
-    keys: usize,
+    stride: usize,
     i0: usize,
     lse: &[E],
     visible: impl Fn(usize) -> usize,
 ) {
-    for (r, (row, &lse)) in scores.chunks_exact_mut(keys).zip(lse).enumerate() {
-        let (seen, hidden) = row.split_at_mut(visible(i0 + r));
-        for s in seen.iter_mut() {
+    for (r, (row, &lse)) in scores.chunks_exact_mut(stride).zip(lse).enumerate() {
+        let seen = visible(i0 + r);
+        let whole = vector_extent(seen, stride);
+        for s in row[..whole].iter_mut() {
             *s = (*s - lse).exp();
         }
-        hidden.fill(E::ZERO);
+        row[seen..].fill(E::ZERO);
     }
 }
 
-/// `dS = P ∘ (dP − Δ)` in place of `dP`, row by row, times the soft cap's `slope` (same
-/// layout as `P`) in the same pass when there is one.
+/// `dS = P ∘ (dP − Δ)` in place of `dP`, row by row (rows `stride` apart, padding
+/// included: no GEMM reads it), times the soft cap's `slope` (same layout as `P`) in the
+/// same pass when there is one.
 #[inline(always)]
-fn score_gradients<E: Gemm>(dp: &mut [E], p: &[E], keys: usize, delta: &[E], slope: Option<&[E]>) {
+fn score_gradients<E: Gemm>(
+    dp: &mut [E],
+    p: &[E],
+    stride: usize,
+    delta: &[E],
+    slope: Option<&[E]>,
+) {
     let rows = dp
-        .chunks_exact_mut(keys)
-        .zip(p.chunks_exact(keys))
+        .chunks_exact_mut(stride)
+        .zip(p.chunks_exact(stride))
         .zip(delta);
     match slope {
         None => {
@@ -294,7 +324,7 @@ fn score_gradients<E: Gemm>(dp: &mut [E], p: &[E], keys: usize, delta: &[E], slo
             }
         }
         Some(slope) => {
-            for (((ds, p), &delta), slope) in rows.zip(slope.chunks_exact(keys)) {
+            for (((ds, p), &delta), slope) in rows.zip(slope.chunks_exact(stride)) {
                 for ((ds, &p), &slope) in ds.iter_mut().zip(p).zip(slope) {
                     *ds = p * (*ds - delta) * slope;
                 }

@@ -13,10 +13,18 @@
 //! max_logit = max_i m_i
 //! ```
 //!
+//! The block's scores live in a scratch matrix whose rows are [`padded_row`]`(n_k)` apart;
+//! the softmax runs over whole padded rows (the padding and the masked keys set to 0 before
+//! the sum, which they leave unchanged), so each element's bits are those of a loop over
+//! the visible keys alone.
+//!
 //! # Shapes
 //! - `q`, `k`, `v`, `output`: `[batch, T, d_model]`; `lse`: `[batch, heads, T]`
 
-use super::{Gemm, QUERY_BLOCK, Shared, Strided, larger, max_of, query_blocks, run_tasks};
+use super::{
+    Gemm, QUERY_BLOCK, RowStride, Shared, Strided, larger, max_of, padded_row, query_blocks,
+    run_tasks, vector_extent,
+};
 use crate::attention::spec::{AttentionSpec, HeadLayout};
 use crate::cpu::dispatch::vectorized;
 use crate::cpu::real::sum_map;
@@ -35,6 +43,8 @@ struct Call<'a, E> {
     v: &'a [E],
     output: Shared<E>,
     lse: Shared<E>,
+    /// The scratch's row stride for a block of `n_k` keys.
+    row_stride: RowStride,
 }
 
 /// Writes `output` and `lse` and returns the largest logit.
@@ -44,9 +54,21 @@ struct Call<'a, E> {
 pub fn forward<E: Gemm>(
     layout: HeadLayout,
     spec: &AttentionSpec,
+    qkv: [&[E]; 3],
+    output: &mut [E],
+    lse: &mut [E],
+) -> E {
+    forward_with(layout, spec, qkv, output, lse, padded_row)
+}
+
+/// [`forward`] with the scratch rows `row_stride(n_k)` apart.
+pub(crate) fn forward_with<E: Gemm>(
+    layout: HeadLayout,
+    spec: &AttentionSpec,
     [q, k, v]: [&[E]; 3],
     output: &mut [E],
     lse: &mut [E],
+    row_stride: RowStride,
 ) -> E {
     for (name, len) in [("q", q.len()), ("k", k.len()), ("v", v.len())] {
         assert_eq!(
@@ -67,6 +89,7 @@ pub fn forward<E: Gemm>(
         v,
         output: Shared::new(output),
         lse: Shared::new(lse),
+        row_stride,
     };
     let tasks: Vec<Task> = (0..layout.batch * layout.heads)
         .flat_map(|bh| query_blocks(layout.seq).map(move |(i0, i1)| (bh, i0, i1)))
@@ -96,10 +119,13 @@ impl<E: Gemm> Call<'_, E> {
         let (rows, dm, d_head) = (i1 - i0, layout.d_model(), layout.d_head);
         let keys = layout.visible_keys(i1 - 1, self.causal);
         let head = layout.offset(b, h);
-        scores.clear();
-        scores.resize(rows * keys, E::ZERO);
+        let stride = (self.row_stride)(keys);
+        // The GEMM writes every key column (β = 0: it reads none); the padding keeps what
+        // the last block left, which the softmax overwrites before anything uses it. So
+        // no zeroing pass.
+        scores.resize(rows * stride, E::ZERO);
         let [q, k, v] = [self.q, self.k, self.v].map(Shared::reading);
-        // SAFETY: q and k are read only; `scores` is this task's own buffer of rows × keys.
+        // SAFETY: q and k are read only; `scores` is this task's own buffer of rows × stride.
         unsafe {
             E::gemm(
                 [rows, d_head, keys],
@@ -107,7 +133,7 @@ impl<E: Gemm> Call<'_, E> {
                 q.rows(head + i0 * dm, dm),
                 k.rows(head, dm).t(),
                 E::ZERO,
-                Strided::rows(scores.as_mut_ptr(), keys),
+                Strided::rows(scores.as_mut_ptr(), stride),
             );
         }
         // SAFETY: lse[bh, i0..i1] belongs to this task alone.
@@ -115,7 +141,7 @@ impl<E: Gemm> Call<'_, E> {
         let max_logit = vectorized(
             #[inline(always)]
             || {
-                softmax_rows(scores, keys, i0, lse, self.cap, |i| {
+                softmax_rows(scores, stride, i0, lse, self.cap, |i| {
                     layout.visible_keys(i, self.causal)
                 })
             },
@@ -126,7 +152,7 @@ impl<E: Gemm> Call<'_, E> {
             E::gemm(
                 [rows, keys, d_head],
                 E::ONE,
-                Strided::rows(scores.as_mut_ptr(), keys),
+                Strided::rows(scores.as_mut_ptr(), stride),
                 v.rows(head, dm),
                 E::ZERO,
                 self.output.rows(head + i0 * dm, dm),
@@ -136,35 +162,47 @@ impl<E: Gemm> Call<'_, E> {
     }
 }
 
-/// Turns each row of logits `scores: [rows, keys]` (row `r` is query `i0 + r`) into
-/// probabilities over its `visible(i)` leading keys (the rest set to 0), the logits first
-/// capped at `cap` when given, writes the rows' log-sum-exp, and returns the largest
-/// (capped) logit.
+/// Turns each row of logits `scores: [rows, stride]` (row `r` is query `i0 + r`; its
+/// first `visible(i)` elements are the keys it sees, the rest masked keys and padding)
+/// into probabilities over the visible keys (the rest set to 0), the logits first capped
+/// at `cap` when given, writes the rows' log-sum-exp, and returns the largest (capped)
+/// logit.
+///
+/// The exponentials and the scaling run over the visible keys rounded up to whole
+/// vectors ([`vector_extent`]), and the sum over the whole row with its masked elements
+/// already 0: [`sum_map`] adds element `j` into lane `j mod 16` in
+/// order of `j`, and adding `+0` changes no partial sum, so every bit is that of a loop
+/// over the visible keys alone.
 #[inline(always)]
 fn softmax_rows<E: Gemm>(
     scores: &mut [E],
-    keys: usize,
+    stride: usize,
     i0: usize,
     lse: &mut [E],
     cap: Option<E>,
     visible: impl Fn(usize) -> usize,
 ) -> E {
     let mut max_logit = E::from_f64(f64::NEG_INFINITY);
-    for (r, (row, lse)) in scores.chunks_exact_mut(keys).zip(lse).enumerate() {
-        let (seen, hidden) = row.split_at_mut(visible(i0 + r));
+    for (r, (row, lse)) in scores.chunks_exact_mut(stride).zip(lse).enumerate() {
+        let seen = visible(i0 + r);
         if let Some(c) = cap {
-            soft_cap(seen, c);
+            soft_cap(&mut row[..seen], c);
         }
-        let m = max_of(seen);
-        for s in seen.iter_mut() {
+        let m = max_of(&row[..seen]);
+        let whole = vector_extent(seen, row.len());
+        for s in row[..whole].iter_mut() {
             *s = (*s - m).exp();
         }
-        let l = sum_map(seen, |p| p);
+        row[seen..].fill(E::ZERO);
+        let l = sum_map(row, |p| p);
         let inv = E::ONE / l;
-        for p in seen.iter_mut() {
+        for p in row[..whole].iter_mut() {
             *p = *p * inv;
         }
-        hidden.fill(E::ZERO);
+        if !inv.is_finite() {
+            // 0·inv is not 0 here; the masked keys stay 0 as documented.
+            row[seen..].fill(E::ZERO);
+        }
         *lse = m + l.ln();
         max_logit = larger(max_logit, m);
     }

@@ -22,8 +22,8 @@
 //! ```
 //!
 //! # Memory
-//! Each task holds one or two `[block, n_k]` scratch matrices: `O(T)` per query row,
-//! never `[batch, heads, T, T]`.
+//! Each task holds one or two `[block, padded_row(n_k)]` scratch matrices: `O(T)` per
+//! query row, never `[batch, heads, T, T]`.
 //!
 //! # Shapes
 //! - `q`, `k`, `v`, `o`, `do`, gradients: `[batch, T, d_model]` (row-major slices)
@@ -40,6 +40,29 @@ pub(crate) use crate::cpu::real::{larger, max_of};
 /// Query rows per task: enough rows for the GEMMs to run at speed, few enough that the
 /// `[QUERY_BLOCK, T]` scratch stays in the L2 cache up to T ≈ 1024.
 pub const QUERY_BLOCK: usize = 64;
+
+/// The scratch matrices of scores and probabilities keep their rows a multiple of this
+/// many elements apart: a row of `n_k` keys takes [`padded_row`]`(n_k)` elements, whole
+/// AVX-512 vectors (two AVX2 ones each). The softmax's element loops then run whole vectors
+/// with no scalar tail; at the demo model's `T = 17` that made the forward kernel 14% faster
+/// (PERFORMANCE.md §20). No GEMM reads the padding.
+pub const ROW_ALIGN: usize = 16;
+
+/// The row stride of a `[rows, n_k]` scratch matrix: `n_k` rounded up to [`ROW_ALIGN`].
+pub fn padded_row(keys: usize) -> usize {
+    keys.next_multiple_of(ROW_ALIGN)
+}
+
+/// The leading elements of a scratch row of `len` that the softmax's element loops visit
+/// when the first `seen` are the visible keys: `seen` rounded up to [`ROW_ALIGN`] (whole
+/// vectors, no scalar tail), at most the row. What lies past `seen` is set to 0 after.
+fn vector_extent(seen: usize, len: usize) -> usize {
+    seen.next_multiple_of(ROW_ALIGN).min(len)
+}
+
+/// How a kernel lays out its scratch rows: [`padded_row`], or (in the tests, to show the
+/// padding changes no bit) `n_k` itself.
+pub(crate) type RowStride = fn(usize) -> usize;
 
 /// Below this many multiply-adds a call stays on the calling thread. Since
 /// `crate::cpu::parallel` never puts a worker's wake-up on the caller's path, a split call

@@ -1,8 +1,8 @@
 //! The slice kernels against a plain f64 reference that materializes `P`, at shapes that
 //! cross the query block and the SIMD lane widths, causal and not.
 
-use super::backward::{Saved, backward};
-use super::forward::forward;
+use super::backward::{Saved, backward, backward_with};
+use super::forward::{forward, forward_with};
 use crate::attention::spec::{AttentionSpec, HeadLayout};
 use crate::cpu::test_values::{gradients, inputs};
 
@@ -193,6 +193,70 @@ fn soft_capped_kernels_match_the_reference() {
             spec.causal = causal;
             check::<f64>(l, spec, 1e-12);
             check::<f32>(l, spec, 2e-5);
+        }
+    }
+}
+
+/// The forward's and backward's outputs, bit patterns, with the scratch rows
+/// `row_stride(n_k)` apart.
+fn bits_with(
+    l: HeadLayout,
+    spec: &AttentionSpec,
+    [q, k, v, dout]: [&[f32]; 4],
+    row_stride: super::RowStride,
+) -> Vec<Vec<u32>> {
+    let mut out = vec![0.0; l.len()];
+    let mut lse = vec![0.0; l.batch * l.heads * l.seq];
+    let max = forward_with(l, spec, [q, k, v], &mut out, &mut lse, row_stride);
+    let mut g = [(); 3].map(|()| vec![0.0; l.len()]);
+    let [dq, dk, dv] = &mut g;
+    let saved = Saved {
+        q,
+        k,
+        v,
+        output: &out,
+        lse: &lse,
+    };
+    backward_with(l, spec, saved, dout, [dq, dk, dv], row_stride);
+    [vec![max], out, lse]
+        .into_iter()
+        .chain(g)
+        .map(|x| x.iter().map(|v| v.to_bits()).collect())
+        .collect()
+}
+
+/// Padding the scratch rows (so that the softmax runs whole vectors) changes no bit of
+/// any output, against rows exactly `n_k` long: causal and not, with and without the soft
+/// cap, at logits large enough that the masked keys' exponentials saturate, and at widths
+/// on both sides of the padding's multiple of 16.
+#[test]
+fn padded_scratch_rows_change_no_bit() {
+    let shapes = [(2, 17, 2, 16), (1, 16, 1, 8), (1, 33, 2, 8), (2, 70, 3, 8)];
+    for (batch, seq, heads, d_head) in shapes {
+        let l = HeadLayout {
+            batch,
+            seq,
+            heads,
+            d_head,
+        };
+        for (scale, cap) in [(0.8, None), (0.8, Some(1.5)), (40.0, None)] {
+            for causal in [true, false] {
+                let mut spec = AttentionSpec::causal(heads, d_head).with_scale(scale);
+                spec.causal = causal;
+                if let Some(c) = cap {
+                    spec = spec.with_softcap(c);
+                }
+                let q: Vec<f32> = inputs(l.len(), 2e-3, -1.0);
+                let k: Vec<f32> = gradients(l.len(), 2.2e-3, -1.1);
+                let v: Vec<f32> = inputs(l.len(), 1.5e-3, -0.7).into_iter().rev().collect();
+                let dout: Vec<f32> = gradients(l.len(), 1e-3, -0.5);
+                let operands = [&q[..], &k, &v, &dout];
+                assert_eq!(
+                    bits_with(l, &spec, operands, super::padded_row),
+                    bits_with(l, &spec, operands, |keys| keys),
+                    "{l:?} scale {scale} cap {cap:?} causal {causal}"
+                );
+            }
         }
     }
 }
