@@ -6,9 +6,9 @@
 
 use addnorm_kernels::composite::ForceComposite;
 use addnorm_kernels::fused::fused_calls;
-use addnorm_kernels::gelu::gelu;
-use burn::tensor::Tensor;
+use addnorm_kernels::gelu::{GeluBackend, gelu};
 use burn::tensor::backend::AutodiffBackend;
+use burn::tensor::{Tensor, TensorPrimitive};
 use serde::Deserialize;
 
 use crate::common::{assert_close, in_own_process, tensor, values};
@@ -125,6 +125,32 @@ fn the_fused_path_is_counted_and_force_composite_turns_it_off() {
     // Without autodiff the inner backend's fused forward runs alone.
     let y = gelu(Tensor::<addnorm::backend::ndarray::Backend, 1>::from_floats([1.0], &device));
     assert_close("y(1)", &values(y), &[0.841_344_746_068_542_9], 1e-7);
+}
+
+/// Under `Autodiff<NdArray>` the node keeps the slope its forward wrote and multiplies
+/// the upstream gradient by it; its dx has the bits of the backward from `x`
+/// (`GeluBackend::fused_gelu_backward` on the inner backend), which it replaced.
+#[cfg(feature = "ndarray")]
+#[test]
+fn the_backward_from_the_slope_has_the_bits_of_the_backward_from_x() {
+    type Inner = addnorm::backend::ndarray::Backend;
+    type B = addnorm::backend::ndarray::AutodiffBackend;
+    let device = addnorm::backend::ndarray::device();
+    let x: Vec<f64> = (-600..600).map(|i| f64::from(i) * 0.0173).collect();
+    let dy: Vec<f64> = x.iter().map(|x| (x * 0.37).cos()).collect();
+    let n = x.len();
+    let (_, dx) = pass::<B, 1>(&x, &dy, [n], &device);
+    let primitive = |v: &[f64]| {
+        tensor::<Inner, 1>(v, [n], &device)
+            .into_primitive()
+            .tensor()
+    };
+    let from_x = <Inner as GeluBackend>::fused_gelu_backward(&primitive(&x), primitive(&dy));
+    let from_x = values(Tensor::<Inner, 1>::from_primitive(TensorPrimitive::Float(
+        from_x,
+    )));
+    let bits = |v: &[f64]| v.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+    assert_eq!(bits(&dx), bits(&from_x));
 }
 
 /// dx of `loss = Σ gelu(x)·dy` against central differences, in f64 on the fused CPU

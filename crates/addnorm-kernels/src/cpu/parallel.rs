@@ -230,6 +230,11 @@ impl<'a, T> ChunksMut<'a, T> {
         self.taken.len()
     }
 
+    /// The length of every chunk but (possibly) the last.
+    pub fn size(&self) -> usize {
+        self.size
+    }
+
     /// Chunk `i`, for the one task that works on it.
     ///
     /// # Panics

@@ -3,10 +3,12 @@
 //! Burn's nodes op by op.
 //!
 //! # Formula
-//! `dx = dy·(Φ(x) + x·φ(x))`.
+//! `dx = dy·(Φ(x) + x·φ(x))`: from the slope `Φ(x) + x·φ(x)` that the forward wrote beside
+//! its output, where `B` has [`GeluBackend::fused_gelu_with_slope`]; else from `x`.
 //!
 //! # Memory
-//! The node keeps `x` (checkpointed); the composite keeps `x`, `x/√2` and `erf(x/√2) + 1`.
+//! The node keeps the slope, or else `x` (checkpointed): one tensor of `x`'s size either
+//! way. The composite keeps `x`, `x/√2` and `erf(x/√2) + 1`.
 //!
 //! # Shapes
 //! - parent: `x`, any shape; output and gradients shaped as `x`
@@ -18,6 +20,7 @@ use burn::backend::autodiff::{
     grads::Gradients,
     ops::{Backward, Ops, OpsKind},
 };
+use burn::tensor::backend::Backend;
 use burn::tensor::ops::FloatTensor;
 
 use super::backend::GeluBackend;
@@ -27,8 +30,17 @@ use crate::fused::{count_fused_backward, try_fused_forward};
 #[derive(Debug)]
 pub struct GeluBackward;
 
+/// What a [`GeluBackward`] node keeps for the backward.
+#[derive(Clone, Debug)]
+pub enum GeluState<B: Backend> {
+    /// The slope `Φ(x) + x·φ(x)` from [`GeluBackend::fused_gelu_with_slope`].
+    Slope(FloatTensor<B>),
+    /// The checkpointed `x`, for [`GeluBackend::fused_gelu_backward`].
+    Input(NodeId),
+}
+
 impl<B: GeluBackend> Backward<B, 1> for GeluBackward {
-    type State = NodeId;
+    type State = GeluState<B>;
 
     fn backward(
         self,
@@ -37,21 +49,22 @@ impl<B: GeluBackend> Backward<B, 1> for GeluBackward {
         checkpointer: &mut Checkpointer,
     ) {
         let grad_output = grads.consume::<B>(&ops.node);
-        let x: FloatTensor<B> = checkpointer.retrieve_node_output(ops.state);
         let [parent] = ops.parents;
-        if let Some(parent) = parent {
-            let dx = B::fused_gelu_backward(&x, grad_output);
-            count_fused_backward();
-            grads.register::<B>(parent.id, dx);
-        }
+        let Some(parent) = parent else { return };
+        let dx = match ops.state {
+            GeluState::Slope(slope) => B::fused_gelu_backward_from_slope(slope, grad_output),
+            GeluState::Input(x) => {
+                let x: FloatTensor<B> = checkpointer.retrieve_node_output(x);
+                B::fused_gelu_backward(&x, grad_output)
+            }
+        };
+        count_fused_backward();
+        grads.register::<B>(parent.id, dx);
     }
 }
 
 impl<B: GeluBackend, C: CheckpointStrategy> GeluBackend for Autodiff<B, C> {
     fn gelu_values(x: FloatTensor<Self>) -> FloatTensor<Self> {
-        let Some(output) = try_fused_forward(|| B::fused_gelu(&x.primitive)) else {
-            return super::composite::gelu::<Self>(x);
-        };
         // Compute bound, as the other fused nodes: a checkpointing strategy keeps the
         // output rather than recomputing it.
         match GeluBackward
@@ -60,10 +73,42 @@ impl<B: GeluBackend, C: CheckpointStrategy> GeluBackend for Autodiff<B, C> {
             .stateful()
         {
             OpsKind::Tracked(mut prep) => {
+                let x = match forward_with_slope::<B, C>(x) {
+                    Ok([output, slope]) => return prep.finish(GeluState::Slope(slope), output),
+                    Err(x) => x,
+                };
+                let Some(output) = try_fused_forward(|| B::fused_gelu(&x.primitive)) else {
+                    return super::composite::gelu::<Self>(x);
+                };
                 let state = prep.checkpoint(&x);
-                prep.finish(state, output)
+                prep.finish(GeluState::Input(state), output)
             }
-            OpsKind::UnTracked(prep) => prep.finish(output),
+            OpsKind::UnTracked(prep) => match try_fused_forward(|| B::fused_gelu(&x.primitive)) {
+                Some(output) => prep.finish(output),
+                None => super::composite::gelu::<Self>(x),
+            },
+        }
+    }
+}
+
+/// [`GeluBackend::fused_gelu_with_slope`] on `x`'s primitive, through
+/// [`try_fused_forward`] (so `ForceComposite` turns it off and the counter sees it); `x`
+/// whole again when it did not run.
+fn forward_with_slope<B: GeluBackend, C: CheckpointStrategy>(
+    mut x: FloatTensor<Autodiff<B, C>>,
+) -> Result<[FloatTensor<B>; 2], FloatTensor<Autodiff<B, C>>> {
+    let mut primitive = Some(x.primitive);
+    let fused = try_fused_forward(|| {
+        let input = primitive.take().expect("taken once");
+        B::fused_gelu_with_slope(input)
+            .map_err(|input| primitive = Some(input))
+            .ok()
+    });
+    match fused {
+        Some(outputs) => Ok(outputs),
+        None => {
+            x.primitive = primitive.expect("handed back when not fused");
+            Err(x)
         }
     }
 }

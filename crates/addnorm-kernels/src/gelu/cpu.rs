@@ -1,10 +1,11 @@
-//! The fused CPU GELU kernels on slices: the forward in one pass over `x`, the backward in
-//! one pass over `x` and `dy`, in parallel chunks.
+//! The fused CPU GELU kernels on slices: the forward in one pass over `x` (with or without
+//! the slope `GELU'(x)`), the backward in one pass over the slope or `x`, and `dy`, in
+//! parallel chunks.
 //!
 //! # Formula
 //! ```text
 //! Φ(x) = ½·(1 + erf(x/√2))        φ(x) = e^(−x²/2) / √(2π)
-//! y  = x·Φ(x)                     dx = dy·(Φ(x) + x·φ(x))
+//! y  = x·Φ(x)                     slope = Φ(x) + x·φ(x)        dx = dy·slope
 //! ```
 //!
 //! In f32, with `z = x/√2`, one `e^(−z²) = e^(−x²/2)` serves both. For `|z| ≥ 0.75`, erf
@@ -17,11 +18,17 @@
 //! under [`vectorized`]. In f64 the kernels call `libm`'s `erfc` (which keeps Φ's negative
 //! tail accurate) and `exp`.
 //!
-//! The backward recomputes Φ and φ from `x` rather than saving them: one pass over `x`
-//! costs less than writing and reading back a tensor of its size.
+//! Training takes the slope path: [`forward_with_slope_uninit`] writes `GELU'(x)` beside
+//! `y` from the same Φ and φ (3 more operations and one more stored stream per element),
+//! and [`backward_from_slope`] is then one multiplication per element. Evaluating Φ and φ
+//! again costs about 2 ns per element on the 2-core Zen 3 VM against 0.2 ns for the
+//! multiplication (PERFORMANCE.md §21). The slope takes the place of `x` in the autodiff
+//! node, so the memory kept for the backward is the same. [`backward`] (from `x`) gives
+//! the same bits, for callers that kept `x`.
 //!
 //! # Shapes
-//! `x`, `y`, `dy`, `dx`: any number of elements, flat and contiguous.
+//! `x`, `y`, `slope`, `dy`, `dx`: any number of elements, flat and contiguous, all the
+//! same length.
 //!
 //! # Example
 //! ```
@@ -141,7 +148,9 @@ pub fn forward<E: NormalCdf>(x: &[E], y: &mut [E]) {
 /// If `x` and `y` differ in length.
 pub fn forward_uninit<E: NormalCdf>(x: &[E], y: &mut [MaybeUninit<E>]) {
     assert_eq!(x.len(), y.len(), "gelu forward: x and y lengths");
-    let task = |x: &[E], y: &mut [MaybeUninit<E>]| {
+    let ys = ChunksMut::new(y, chunk_len(x.len()));
+    in_chunks(&ys, |i, size| {
+        let (x, y) = (parallel::chunk(x, size, i), ys.take(i));
         vectorized(
             #[inline(always)]
             || {
@@ -149,17 +158,68 @@ pub fn forward_uninit<E: NormalCdf>(x: &[E], y: &mut [MaybeUninit<E>]) {
                     y.write(x * x.cdf_and_pdf().0);
                 }
             },
-        )
-    };
-    match chunk_len(x.len()) {
-        None => task(x, y),
-        Some(size) => {
-            let ys = ChunksMut::new(y, size);
-            parallel::for_each(ys.count(), |i| {
-                task(parallel::chunk(x, size, i), ys.take(i))
-            });
-        }
-    }
+        );
+    });
+}
+
+/// Writes `y = x·Φ(x)` and the slope `GELU'(x) = Φ(x) + x·φ(x)` in one pass, into memory
+/// that need not be initialized (both are written whole).
+///
+/// The slope is what the backward needs: [`backward_from_slope`] then makes `dx` with one
+/// multiplication per element instead of evaluating Φ and φ again (the training step's
+/// backward, PERFORMANCE.md §21). Its bits are those [`backward`] computes from `x`.
+///
+/// # Panics
+/// If `x`, `y` and `slope` differ in length.
+pub fn forward_with_slope_uninit<E: NormalCdf>(
+    x: &[E],
+    y: &mut [MaybeUninit<E>],
+    slope: &mut [MaybeUninit<E>],
+) {
+    assert!(
+        x.len() == y.len() && x.len() == slope.len(),
+        "gelu forward: x, y and slope lengths"
+    );
+    let size = chunk_len(x.len());
+    let (ys, slopes) = (ChunksMut::new(y, size), ChunksMut::new(slope, size));
+    in_chunks(&ys, |i, size| {
+        let (x, y, slope) = (parallel::chunk(x, size, i), ys.take(i), slopes.take(i));
+        vectorized(
+            #[inline(always)]
+            || {
+                for ((y, slope), &x) in y.iter_mut().zip(slope.iter_mut()).zip(x) {
+                    let (value, dydx) = value_and_slope(x);
+                    y.write(value);
+                    slope.write(dydx);
+                }
+            },
+        );
+    });
+}
+
+/// [`forward_with_slope_uninit`] with the slope written over `x_then_slope`, which holds
+/// `x` on entry: the training step's forward, when the caller owns `x`'s buffer, allocates
+/// only `y`.
+///
+/// # Panics
+/// If `x_then_slope` and `y` differ in length.
+pub fn forward_with_slope_in_place<E: NormalCdf>(x_then_slope: &mut [E], y: &mut [MaybeUninit<E>]) {
+    assert_eq!(x_then_slope.len(), y.len(), "gelu forward: x and y lengths");
+    let size = chunk_len(y.len());
+    let (ys, slopes) = (ChunksMut::new(y, size), ChunksMut::new(x_then_slope, size));
+    in_chunks(&ys, |i, _| {
+        let (y, slope) = (ys.take(i), slopes.take(i));
+        vectorized(
+            #[inline(always)]
+            || {
+                for (y, slope) in y.iter_mut().zip(slope.iter_mut()) {
+                    let (value, dydx) = value_and_slope(*slope);
+                    y.write(value);
+                    *slope = dydx;
+                }
+            },
+        );
+    });
 }
 
 /// Writes `dx = dy·(Φ(x) + x·φ(x))`.
@@ -167,30 +227,7 @@ pub fn forward_uninit<E: NormalCdf>(x: &[E], y: &mut [MaybeUninit<E>]) {
 /// # Panics
 /// If `x`, `dy` and `dx` differ in length.
 pub fn backward<E: NormalCdf>(x: &[E], dy: &[E], dx: &mut [E]) {
-    assert!(
-        x.len() == dy.len() && x.len() == dx.len(),
-        "gelu backward: x, dy and dx lengths"
-    );
-    let task = |x: &[E], dy: &[E], dx: &mut [E]| {
-        vectorized(
-            #[inline(always)]
-            || {
-                for ((dx, &dy), &x) in dx.iter_mut().zip(dy).zip(x) {
-                    *dx = dy * derivative(x);
-                }
-            },
-        )
-    };
-    match chunk_len(x.len()) {
-        None => task(x, dy, dx),
-        Some(size) => {
-            let dxs = ChunksMut::new(dx, size);
-            parallel::for_each(dxs.count(), |i| {
-                let (x, dy) = (parallel::chunk(x, size, i), parallel::chunk(dy, size, i));
-                task(x, dy, dxs.take(i));
-            });
-        }
-    }
+    scaled(x, dy, dx, derivative);
 }
 
 /// [`backward`] with `dx` written over `grad`, which holds `dy` on entry.
@@ -198,26 +235,76 @@ pub fn backward<E: NormalCdf>(x: &[E], dy: &[E], dx: &mut [E]) {
 /// # Panics
 /// If `x` and `grad` differ in length.
 pub fn backward_in_place<E: NormalCdf>(x: &[E], grad: &mut [E]) {
-    assert_eq!(x.len(), grad.len(), "gelu backward: x and dy lengths");
-    let task = |x: &[E], grad: &mut [E]| {
+    scaled_in_place(x, grad, derivative);
+}
+
+/// Writes `dx = dy·slope`, the slope from [`forward_with_slope_in_place`] or
+/// [`forward_with_slope_uninit`]: the same bits as [`backward`] from `x`.
+///
+/// # Panics
+/// If `slope`, `dy` and `dx` differ in length.
+pub fn backward_from_slope<E: Real>(slope: &[E], dy: &[E], dx: &mut [E]) {
+    scaled(slope, dy, dx, |s| s);
+}
+
+/// [`backward_from_slope`] with `dx` written over `grad`, which holds `dy` on entry.
+///
+/// # Panics
+/// If `slope` and `grad` differ in length.
+pub fn backward_from_slope_in_place<E: Real>(slope: &[E], grad: &mut [E]) {
+    scaled_in_place(slope, grad, |s| s);
+}
+
+/// `dx = dy·f(v)`, element by element: the backward from `x` (`f` = [`derivative`]) or
+/// from the slope (`f` the identity).
+///
+/// # Panics
+/// If `v`, `dy` and `dx` differ in length.
+fn scaled<E: Real>(v: &[E], dy: &[E], dx: &mut [E], f: impl Fn(E) -> E + Copy + Sync) {
+    assert!(
+        v.len() == dy.len() && v.len() == dx.len(),
+        "gelu backward: x (or the slope), dy and dx lengths"
+    );
+    let dxs = ChunksMut::new(dx, chunk_len(v.len()));
+    in_chunks(&dxs, |i, size| {
+        let (v, dy, dx) = (
+            parallel::chunk(v, size, i),
+            parallel::chunk(dy, size, i),
+            dxs.take(i),
+        );
         vectorized(
             #[inline(always)]
             || {
-                for (g, &x) in grad.iter_mut().zip(x) {
-                    *g = *g * derivative(x);
+                for ((dx, &dy), &v) in dx.iter_mut().zip(dy).zip(v) {
+                    *dx = dy * f(v);
                 }
             },
-        )
-    };
-    match chunk_len(x.len()) {
-        None => task(x, grad),
-        Some(size) => {
-            let grads = ChunksMut::new(grad, size);
-            parallel::for_each(grads.count(), |i| {
-                task(parallel::chunk(x, size, i), grads.take(i));
-            });
-        }
-    }
+        );
+    });
+}
+
+/// [`scaled`] with `dx` written over `grad`, which holds `dy` on entry.
+///
+/// # Panics
+/// If `v` and `grad` differ in length.
+fn scaled_in_place<E: Real>(v: &[E], grad: &mut [E], f: impl Fn(E) -> E + Copy + Sync) {
+    assert_eq!(
+        v.len(),
+        grad.len(),
+        "gelu backward: x (or the slope) and dy lengths"
+    );
+    let grads = ChunksMut::new(grad, chunk_len(v.len()));
+    in_chunks(&grads, |i, size| {
+        let (v, grad) = (parallel::chunk(v, size, i), grads.take(i));
+        vectorized(
+            #[inline(always)]
+            || {
+                for (g, &v) in grad.iter_mut().zip(v) {
+                    *g = *g * f(v);
+                }
+            },
+        );
+    });
 }
 
 /// `GELU'(x) = Φ(x) + x·φ(x)`.
@@ -227,12 +314,36 @@ fn derivative<E: NormalCdf>(x: E) -> E {
     cdf + x * pdf
 }
 
-/// The chunk length that splits `len` elements over rayon's threads, or `None` when one
-/// task on the calling thread is best (a small call, or one thread).
-fn chunk_len(len: usize) -> Option<usize> {
+/// `(x·Φ(x), Φ(x) + x·φ(x))` from one evaluation of Φ and φ: the bits of `x·Φ(x)` in
+/// [`forward`] and of [`derivative`].
+#[inline(always)]
+fn value_and_slope<E: NormalCdf>(x: E) -> (E, E) {
+    let (cdf, pdf) = x.cdf_and_pdf();
+    (x * cdf, cdf + x * pdf)
+}
+
+/// The chunk length that splits `len` elements over rayon's threads: the whole call (at
+/// least 1) when one task on the calling thread is best (a small call, or one thread).
+/// Each element is computed alone, so how a call is cut never changes a bit.
+fn chunk_len(len: usize) -> usize {
     let threads = rayon::current_num_threads();
     let tasks = (len / MIN_TASK_ELEMENTS).min(threads);
-    (tasks > 1).then(|| len.div_ceil(tasks).next_multiple_of(CHUNK_ALIGN))
+    if tasks > 1 {
+        len.div_ceil(tasks).next_multiple_of(CHUNK_ALIGN)
+    } else {
+        len.max(1)
+    }
+}
+
+/// Runs `task(i, size)` for each chunk `i` of `chunks` (`size` elements each): on the
+/// calling thread when there is one, else in parallel.
+fn in_chunks<T>(chunks: &ChunksMut<'_, T>, task: impl Fn(usize, usize) + Sync) {
+    let size = chunks.size();
+    match chunks.count() {
+        0 => {}
+        1 => task(0, size),
+        count => parallel::for_each(count, |i| task(i, size)),
+    }
 }
 
 #[cfg(test)]
@@ -350,11 +461,75 @@ mod tests {
         }
     }
 
+    /// The forward with the slope (into its own buffer or over `x`) writes `forward`'s
+    /// bits, and the backward from that slope `backward`'s bits, serial and chunked, in
+    /// place or not, specials included.
+    fn slope_path_equals_the_path_from_x<E: NormalCdf + Into<f64>>(x: &[E], dy: &[E]) {
+        let bits = |v: &[E]| v.iter().map(|&e| e.into().to_bits()).collect::<Vec<u64>>();
+        let len = x.len();
+        let (mut y, mut dx) = (vec![E::ZERO; len], vec![E::ZERO; len]);
+        forward(x, &mut y);
+        backward(x, dy, &mut dx);
+        let (mut y2, mut slope) = (
+            vec![MaybeUninit::uninit(); len],
+            vec![MaybeUninit::uninit(); len],
+        );
+        forward_with_slope_uninit(x, &mut y2, &mut slope);
+        // SAFETY: `forward_with_slope_uninit` wrote every element of both.
+        let (y2, slope): (Vec<E>, Vec<E>) = unsafe {
+            (
+                y2.into_iter().map(|v| v.assume_init()).collect(),
+                slope.into_iter().map(|v| v.assume_init()).collect(),
+            )
+        };
+        assert_eq!(bits(&y2), bits(&y), "y");
+        let (mut y3, mut x_then_slope) = (vec![MaybeUninit::uninit(); len], x.to_vec());
+        forward_with_slope_in_place(&mut x_then_slope, &mut y3);
+        // SAFETY: `forward_with_slope_in_place` wrote every element of y3.
+        let y3: Vec<E> = unsafe { y3.into_iter().map(|v| v.assume_init()).collect() };
+        assert_eq!(bits(&y3), bits(&y), "y, slope in place");
+        assert_eq!(bits(&x_then_slope), bits(&slope), "slope in place");
+        let mut dx2 = vec![E::ZERO; len];
+        backward_from_slope(&slope, dy, &mut dx2);
+        assert_eq!(bits(&dx2), bits(&dx), "dx");
+        let mut in_place = dy.to_vec();
+        backward_from_slope_in_place(&slope, &mut in_place);
+        assert_eq!(bits(&in_place), bits(&dx), "dx in place");
+    }
+
+    #[test]
+    fn the_slope_path_computes_the_bits_of_the_path_from_x() {
+        // Chunked over threads where there are several, with a ragged end, and specials.
+        let len = 5 * MIN_TASK_ELEMENTS + 77;
+        let mut x: Vec<f32> = (0..len).map(|i| ((i as f32) * 0.013).sin() * 6.0).collect();
+        let dy: Vec<f32> = (0..len).map(|i| ((i as f32) * 0.007).cos()).collect();
+        let specials = [
+            0.0,
+            -0.0,
+            30.0,
+            -30.0,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            1e-30,
+            -1e-30,
+        ];
+        x[..specials.len()].copy_from_slice(&specials);
+        x[len - 1] = f32::NAN;
+        slope_path_equals_the_path_from_x(&x, &dy);
+        slope_path_equals_the_path_from_x(&x[..1000], &dy[..1000]);
+        let x64: Vec<f64> = inputs();
+        let dy64: Vec<f64> = x64.iter().map(|v| (v * 0.3).cos()).collect();
+        slope_path_equals_the_path_from_x(&x64, &dy64);
+        slope_path_equals_the_path_from_x::<f32>(&[], &[]);
+    }
+
     #[test]
     fn chunks_are_aligned_and_cover_the_call() {
-        assert_eq!(chunk_len(1000), None);
+        assert_eq!(chunk_len(1000), 1000);
+        assert_eq!(chunk_len(0), 1);
         if rayon::current_num_threads() > 1 {
-            let chunk = chunk_len(10 * MIN_TASK_ELEMENTS + 3).expect("split");
+            let chunk = chunk_len(10 * MIN_TASK_ELEMENTS + 3);
+            assert!(chunk < 10 * MIN_TASK_ELEMENTS, "split");
             assert_eq!(chunk % CHUNK_ALIGN, 0);
             assert!(chunk * rayon::current_num_threads() >= 10 * MIN_TASK_ELEMENTS + 3);
         }

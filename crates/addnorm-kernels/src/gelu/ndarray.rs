@@ -1,6 +1,7 @@
 //! Runs the fused CPU GELU kernels on `NdArray` tensors: f32 or f64 (anything else goes
 //! back to the composite), read without a copy when contiguous, with dx written over dy
-//! when the incoming gradient is the only reference to its buffer.
+//! when the incoming gradient is the only reference to its buffer. The forward comes alone
+//! or with the slope `GELU'(x)` that the autodiff node keeps for its backward.
 //!
 //! # Shapes
 //! `x`, output, `grad_output`, dx: any shape, all the same.
@@ -8,7 +9,10 @@
 use burn::backend::ndarray::NdArrayTensor;
 use burn::tensor::TensorMetadata;
 
-use super::cpu::{NormalCdf, backward, backward_in_place, forward_uninit};
+use super::cpu::{
+    NormalCdf, backward, backward_from_slope, backward_from_slope_in_place, backward_in_place,
+    forward_uninit, forward_with_slope_in_place, forward_with_slope_uninit,
+};
 use crate::cpu::memory::written_output;
 use crate::cpu::ndarray::{NdArrayReal, with_gradient_buffer};
 
@@ -33,6 +37,58 @@ fn forward_in<E: NdArrayReal + NormalCdf>(x: &NdArrayTensor) -> Option<NdArrayTe
     Some(E::tensor(y, x.shape().as_slice().to_vec()))
 }
 
+/// The fused forward and the slope `GELU'(x)`, the slope written over `x`'s buffer when
+/// `x` holds the only reference to it; `Err(x)` when `x` is not f32 or f64.
+pub(crate) fn fused_forward_with_slope(
+    x: NdArrayTensor,
+) -> Result<[NdArrayTensor; 2], NdArrayTensor> {
+    match x {
+        NdArrayTensor::F32(_) => Ok(forward_with_slope_in::<f32>(x)),
+        NdArrayTensor::F64(_) => Ok(forward_with_slope_in::<f64>(x)),
+        other => Err(other),
+    }
+}
+
+fn forward_with_slope_in<E: NdArrayReal + NormalCdf>(x: NdArrayTensor) -> [NdArrayTensor; 2] {
+    let shape = x.shape().as_slice().to_vec();
+    let len = shape.iter().product();
+    match E::take_unique(x) {
+        Ok(mut array) => {
+            let x_then_slope = array
+                .as_slice_mut()
+                .expect("a standard-layout array is one slice");
+            // SAFETY: `forward_with_slope_in_place` writes all `len` elements of y.
+            let y = unsafe {
+                written_output(len, |y: *mut E| {
+                    forward_with_slope_in_place(
+                        x_then_slope,
+                        std::slice::from_raw_parts_mut(y.cast(), len),
+                    )
+                })
+            };
+            [E::tensor(y, shape), E::from_array(array)]
+        }
+        Err(x) => {
+            let values = E::elements(&x).expect("x's dtype was matched");
+            let mut slope = Vec::new();
+            // SAFETY: `forward_with_slope_uninit` writes all `len` elements of both
+            // buffers and reads none of them.
+            let y = unsafe {
+                written_output(len, |y: *mut E| {
+                    slope = written_output(len, |s: *mut E| {
+                        forward_with_slope_uninit(
+                            &values,
+                            std::slice::from_raw_parts_mut(y.cast(), len),
+                            std::slice::from_raw_parts_mut(s.cast(), len),
+                        )
+                    });
+                })
+            };
+            [E::tensor(y, shape.clone()), E::tensor(slope, shape)]
+        }
+    }
+}
+
 /// The fused backward `dx`, shaped as `x`.
 ///
 /// # Panics
@@ -53,25 +109,69 @@ fn backward_in<E: NdArrayReal + NormalCdf>(
     x: &NdArrayTensor,
     grad_output: NdArrayTensor,
 ) -> NdArrayTensor {
-    let shape = x.shape();
+    gradient_in(x, grad_output, "x", (backward_in_place::<E>, backward::<E>))
+}
+
+/// A backward kernel pair over `v` (`x` or the slope): `dx` over `dy`, and `dx` apart.
+type Kernels<E> = (fn(&[E], &mut [E]), fn(&[E], &[E], &mut [E]));
+
+/// `dx` from `v` and `grad_output` by `kernels`, shaped as `v` (`what` names `v` in the
+/// panics), written over `grad_output` when it is the only reference to its buffer.
+///
+/// # Panics
+/// If `grad_output` is not shaped as `v` or holds another dtype.
+fn gradient_in<E: NdArrayReal>(
+    v: &NdArrayTensor,
+    grad_output: NdArrayTensor,
+    what: &str,
+    (in_place, separate): Kernels<E>,
+) -> NdArrayTensor {
+    let shape = v.shape();
     assert_eq!(
         grad_output.shape(),
         shape,
-        "fused GELU backward: grad_output must be shaped as x"
+        "fused GELU backward: grad_output must be shaped as {what}"
     );
-    let values = E::elements(x).expect("x's dtype was matched");
+    let values = E::elements(v).expect("the dtype was matched");
     let (dx, ()) = with_gradient_buffer::<E, _>(
         grad_output,
         shape.as_slice().to_vec(),
         |dy| {
             format!(
-                "fused GELU backward: dy must be {:?} like x, got {:?}",
-                x.dtype(),
+                "fused GELU backward: dy must be {:?} like {what}, got {:?}",
+                v.dtype(),
                 dy.dtype()
             )
         },
-        |grad| backward_in_place(&values, grad),
-        |dy, dx| backward(&values, dy, dx),
+        |grad| in_place(&values, grad),
+        |dy, dx| separate(&values, dy, dx),
     );
     dx
+}
+
+/// The backward from the forward's slope: `dx = dy·slope`, shaped as `slope`.
+///
+/// # Panics
+/// If `slope` is not what [`fused_forward_with_slope`] returned, or `grad_output` is not
+/// shaped as it or holds another dtype.
+pub(crate) fn fused_backward_from_slope(
+    slope: &NdArrayTensor,
+    grad_output: NdArrayTensor,
+) -> NdArrayTensor {
+    match slope {
+        NdArrayTensor::F32(_) => from_slope_in::<f32>(slope, grad_output),
+        NdArrayTensor::F64(_) => from_slope_in::<f64>(slope, grad_output),
+        other => panic!(
+            "the fused GELU backward runs in f32 or f64, got {:?}",
+            other.dtype()
+        ),
+    }
+}
+
+fn from_slope_in<E: NdArrayReal>(
+    slope: &NdArrayTensor,
+    grad_output: NdArrayTensor,
+) -> NdArrayTensor {
+    let kernels: Kernels<E> = (backward_from_slope_in_place::<E>, backward_from_slope::<E>);
+    gradient_in(slope, grad_output, "the slope", kernels)
 }
