@@ -18,7 +18,7 @@
 //! under [`vectorized`]. In f64 the kernels call `libm`'s `erfc` (which keeps Φ's negative
 //! tail accurate) and `exp`.
 //!
-//! Training takes the slope path: [`forward_with_slope_uninit`] writes `GELU'(x)` beside
+//! Training takes the slope path: [`forward_with_slope_in_place`] writes `GELU'(x)` beside
 //! `y` from the same Φ and φ (3 more operations and one more stored stream per element),
 //! and [`backward_from_slope`] is then one multiplication per element. Evaluating Φ and φ
 //! again costs about 2 ns per element on the 2-core Zen 3 VM against 0.2 ns for the
@@ -155,51 +155,21 @@ pub fn forward_uninit<E: NormalCdf>(x: &[E], y: &mut [MaybeUninit<E>]) {
             #[inline(always)]
             || {
                 for (y, &x) in y.iter_mut().zip(x) {
-                    y.write(x * x.cdf_and_pdf().0);
+                    y.write(value_and_slope(x).0);
                 }
             },
         );
     });
 }
 
-/// Writes `y = x·Φ(x)` and the slope `GELU'(x) = Φ(x) + x·φ(x)` in one pass, into memory
-/// that need not be initialized (both are written whole).
+/// Writes `y = x·Φ(x)`, and the slope `GELU'(x) = Φ(x) + x·φ(x)` over `x_then_slope`,
+/// which holds `x` on entry, in one pass; `y` need not be initialized (it is written
+/// whole). The training step's forward, when the caller owns `x`'s buffer, allocates only
+/// `y`; a caller that must keep `x` passes a copy.
 ///
 /// The slope is what the backward needs: [`backward_from_slope`] then makes `dx` with one
 /// multiplication per element instead of evaluating Φ and φ again (the training step's
 /// backward, PERFORMANCE.md §21). Its bits are those [`backward`] computes from `x`.
-///
-/// # Panics
-/// If `x`, `y` and `slope` differ in length.
-pub fn forward_with_slope_uninit<E: NormalCdf>(
-    x: &[E],
-    y: &mut [MaybeUninit<E>],
-    slope: &mut [MaybeUninit<E>],
-) {
-    assert!(
-        x.len() == y.len() && x.len() == slope.len(),
-        "gelu forward: x, y and slope lengths"
-    );
-    let size = chunk_len(x.len());
-    let (ys, slopes) = (ChunksMut::new(y, size), ChunksMut::new(slope, size));
-    in_chunks(&ys, |i, size| {
-        let (x, y, slope) = (parallel::chunk(x, size, i), ys.take(i), slopes.take(i));
-        vectorized(
-            #[inline(always)]
-            || {
-                for ((y, slope), &x) in y.iter_mut().zip(slope.iter_mut()).zip(x) {
-                    let (value, dydx) = value_and_slope(x);
-                    y.write(value);
-                    slope.write(dydx);
-                }
-            },
-        );
-    });
-}
-
-/// [`forward_with_slope_uninit`] with the slope written over `x_then_slope`, which holds
-/// `x` on entry: the training step's forward, when the caller owns `x`'s buffer, allocates
-/// only `y`.
 ///
 /// # Panics
 /// If `x_then_slope` and `y` differ in length.
@@ -238,8 +208,8 @@ pub fn backward_in_place<E: NormalCdf>(x: &[E], grad: &mut [E]) {
     scaled_in_place(x, grad, derivative);
 }
 
-/// Writes `dx = dy·slope`, the slope from [`forward_with_slope_in_place`] or
-/// [`forward_with_slope_uninit`]: the same bits as [`backward`] from `x`.
+/// Writes `dx = dy·slope`, the slope from [`forward_with_slope_in_place`]: the same bits
+/// as [`backward`] from `x`.
 ///
 /// # Panics
 /// If `slope`, `dy` and `dx` differ in length.
@@ -307,15 +277,15 @@ fn scaled_in_place<E: Real>(v: &[E], grad: &mut [E], f: impl Fn(E) -> E + Copy +
     });
 }
 
-/// `GELU'(x) = Φ(x) + x·φ(x)`.
+/// `GELU'(x) = Φ(x) + x·φ(x)`: [`value_and_slope`]'s slope (the value is not computed).
 #[inline(always)]
 fn derivative<E: NormalCdf>(x: E) -> E {
-    let (cdf, pdf) = x.cdf_and_pdf();
-    cdf + x * pdf
+    value_and_slope(x).1
 }
 
-/// `(x·Φ(x), Φ(x) + x·φ(x))` from one evaluation of Φ and φ: the bits of `x·Φ(x)` in
-/// [`forward`] and of [`derivative`].
+/// `(x·Φ(x), Φ(x) + x·φ(x))` from one evaluation of Φ and φ: every kernel's formula (the
+/// forward alone takes the first, the backward from `x` the second; what a loop does not
+/// use is not computed).
 #[inline(always)]
 fn value_and_slope<E: NormalCdf>(x: E) -> (E, E) {
     let (cdf, pdf) = x.cdf_and_pdf();
@@ -461,34 +431,23 @@ mod tests {
         }
     }
 
-    /// The forward with the slope (into its own buffer or over `x`) writes `forward`'s
-    /// bits, and the backward from that slope `backward`'s bits, serial and chunked, in
-    /// place or not, specials included.
+    /// The forward with the slope writes `forward`'s bits and, as the slope, those of
+    /// `backward` with `dy = 1`; the backward from that slope writes `backward`'s bits,
+    /// serial and chunked, in place or not, specials included.
     fn slope_path_equals_the_path_from_x<E: NormalCdf + Into<f64>>(x: &[E], dy: &[E]) {
         let bits = |v: &[E]| v.iter().map(|&e| e.into().to_bits()).collect::<Vec<u64>>();
         let len = x.len();
         let (mut y, mut dx) = (vec![E::ZERO; len], vec![E::ZERO; len]);
         forward(x, &mut y);
         backward(x, dy, &mut dx);
-        let (mut y2, mut slope) = (
-            vec![MaybeUninit::uninit(); len],
-            vec![MaybeUninit::uninit(); len],
-        );
-        forward_with_slope_uninit(x, &mut y2, &mut slope);
-        // SAFETY: `forward_with_slope_uninit` wrote every element of both.
-        let (y2, slope): (Vec<E>, Vec<E>) = unsafe {
-            (
-                y2.into_iter().map(|v| v.assume_init()).collect(),
-                slope.into_iter().map(|v| v.assume_init()).collect(),
-            )
-        };
+        let mut dx_unit = vec![E::ZERO; len];
+        backward(x, &vec![E::ONE; len], &mut dx_unit);
+        let (mut y2, mut slope) = (vec![MaybeUninit::uninit(); len], x.to_vec());
+        forward_with_slope_in_place(&mut slope, &mut y2);
+        // SAFETY: `forward_with_slope_in_place` wrote every element of y2.
+        let y2: Vec<E> = unsafe { y2.into_iter().map(|v| v.assume_init()).collect() };
         assert_eq!(bits(&y2), bits(&y), "y");
-        let (mut y3, mut x_then_slope) = (vec![MaybeUninit::uninit(); len], x.to_vec());
-        forward_with_slope_in_place(&mut x_then_slope, &mut y3);
-        // SAFETY: `forward_with_slope_in_place` wrote every element of y3.
-        let y3: Vec<E> = unsafe { y3.into_iter().map(|v| v.assume_init()).collect() };
-        assert_eq!(bits(&y3), bits(&y), "y, slope in place");
-        assert_eq!(bits(&x_then_slope), bits(&slope), "slope in place");
+        assert_eq!(bits(&slope), bits(&dx_unit), "slope");
         let mut dx2 = vec![E::ZERO; len];
         backward_from_slope(&slope, dy, &mut dx2);
         assert_eq!(bits(&dx2), bits(&dx), "dx");

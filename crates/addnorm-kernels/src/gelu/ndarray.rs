@@ -11,7 +11,7 @@ use burn::tensor::TensorMetadata;
 
 use super::cpu::{
     NormalCdf, backward, backward_from_slope, backward_from_slope_in_place, backward_in_place,
-    forward_uninit, forward_with_slope_in_place, forward_with_slope_uninit,
+    forward_uninit, forward_with_slope_in_place,
 };
 use crate::cpu::memory::written_output;
 use crate::cpu::ndarray::{NdArrayReal, with_gradient_buffer};
@@ -38,7 +38,8 @@ fn forward_in<E: NdArrayReal + NormalCdf>(x: &NdArrayTensor) -> Option<NdArrayTe
 }
 
 /// The fused forward and the slope `GELU'(x)`, the slope written over `x`'s buffer when
-/// `x` holds the only reference to it; `Err(x)` when `x` is not f32 or f64.
+/// `x` holds the only reference to it (else over a copy of `x`); `Err(x)` when `x` is not
+/// f32 or f64.
 pub(crate) fn fused_forward_with_slope(
     x: NdArrayTensor,
 ) -> Result<[NdArrayTensor; 2], NdArrayTensor> {
@@ -52,41 +53,24 @@ pub(crate) fn fused_forward_with_slope(
 fn forward_with_slope_in<E: NdArrayReal + NormalCdf>(x: NdArrayTensor) -> [NdArrayTensor; 2] {
     let shape = x.shape().as_slice().to_vec();
     let len = shape.iter().product();
-    match E::take_unique(x) {
-        Ok(mut array) => {
-            let x_then_slope = array
-                .as_slice_mut()
-                .expect("a standard-layout array is one slice");
-            // SAFETY: `forward_with_slope_in_place` writes all `len` elements of y.
-            let y = unsafe {
-                written_output(len, |y: *mut E| {
-                    forward_with_slope_in_place(
-                        x_then_slope,
-                        std::slice::from_raw_parts_mut(y.cast(), len),
-                    )
-                })
-            };
-            [E::tensor(y, shape), E::from_array(array)]
-        }
+    // The slope goes over x's own buffer, or over a copy of x when x is shared.
+    let mut slope = match E::take_unique(x) {
+        Ok(array) => array,
         Err(x) => {
-            let values = E::elements(&x).expect("x's dtype was matched");
-            let mut slope = Vec::new();
-            // SAFETY: `forward_with_slope_uninit` writes all `len` elements of both
-            // buffers and reads none of them.
-            let y = unsafe {
-                written_output(len, |y: *mut E| {
-                    slope = written_output(len, |s: *mut E| {
-                        forward_with_slope_uninit(
-                            &values,
-                            std::slice::from_raw_parts_mut(y.cast(), len),
-                            std::slice::from_raw_parts_mut(s.cast(), len),
-                        )
-                    });
-                })
-            };
-            [E::tensor(y, shape.clone()), E::tensor(slope, shape)]
+            let copy = E::elements(&x).expect("x's dtype was matched").into_owned();
+            E::take_unique(E::tensor(copy, shape.clone())).expect("a fresh tensor is unique")
         }
-    }
+    };
+    let x_then_slope = slope
+        .as_slice_mut()
+        .expect("a standard-layout array is one slice");
+    // SAFETY: `forward_with_slope_in_place` writes all `len` elements of y.
+    let y = unsafe {
+        written_output(len, |y: *mut E| {
+            forward_with_slope_in_place(x_then_slope, std::slice::from_raw_parts_mut(y.cast(), len))
+        })
+    };
+    [E::tensor(y, shape), E::from_array(slope)]
 }
 
 /// The fused backward `dx`, shaped as `x`.
