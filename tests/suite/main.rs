@@ -8,6 +8,7 @@
 // Burn's and CubeCL's generic GPU code (see `tests/Cargo.toml`). No test uses the lab.
 use addnorm_lab as _;
 
+mod adamw;
 mod attention;
 mod block_parity;
 mod block_placements;

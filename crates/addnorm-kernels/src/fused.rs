@@ -90,6 +90,24 @@ pub(crate) fn try_fused_forward<T>(kernel: impl FnOnce() -> Option<T>) -> Option
     fused
 }
 
+/// [`try_fused_forward`] for a kernel that takes its inputs by value (to write over their
+/// buffers): `Err(inputs)`, untouched, while a
+/// [`ForceComposite`](crate::composite::ForceComposite) guard is alive or when `kernel`
+/// hands them back; an `Ok` is counted as one fused forward.
+pub(crate) fn try_fused_by_value<I, T>(
+    inputs: I,
+    kernel: impl FnOnce(I) -> Result<T, I>,
+) -> Result<T, I> {
+    if crate::composite::is_forced() {
+        return Err(inputs);
+    }
+    let fused = kernel(inputs);
+    if fused.is_ok() {
+        count(|calls| calls.forward += 1);
+    }
+    fused
+}
+
 /// Counts one fused backward; the autodiff nodes call it when they run one.
 pub(crate) fn count_fused_backward() {
     count(|calls| calls.backward += 1);

@@ -30,6 +30,8 @@
 //! impl addnorm_kernels::CrossEntropyBackend for MyBackend {}
 //! impl addnorm_kernels::GroupNormBackend for MyBackend {}
 //! // MyBackend: KernelBackend now, through the blanket impl.
+//! // For training (KernelAutodiffBackend, on Autodiff<MyBackend>), the optimizer step too:
+//! impl addnorm_kernels::AdamWBackend for MyBackend {}
 //! ```
 //!
 //! # Example

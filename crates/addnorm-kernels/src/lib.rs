@@ -23,6 +23,9 @@
 //!   [`CrossEntropyBackend`] extension.
 //! - [`group_norm`]: GroupNorm and InstanceNorm over `[N, C, …]`, the [`GroupNormBackend`]
 //!   extension (built on [`norm`]'s row norm, one way).
+//! - [`adamw`]: Burn's AdamW step in one fused pass per parameter, the [`AdamWBackend`]
+//!   extension and the [`adamw::FusedAdamW`] optimizer (an optimizer's step, so no
+//!   autodiff node).
 //!
 //! What unites them:
 //!
@@ -59,6 +62,8 @@
 //!   `·γ_c + β_c` per channel.
 //! - Cross-entropy: `loss = (Σ_r m_r·(lse_r − z_{r,y_r}) + λ·Σ_r m_r·lse_r²) / Σ_r m_r`,
 //!   `lse_r = log Σ_v e^(z_rv)`.
+//! - AdamW: `m ← β₁m + (1−β₁)g`, `v ← β₂v + (1−β₂)g²`,
+//!   `θ ← θ·(1 − λ·lr) − lr·(m/(1−β₁ᵗ)) / (√(v/(1−β₂ᵗ)) + ε)`, with Burn's rounding.
 //!
 //! Every op is `fused(x)` where the backend has a kernel for `x` and no
 //! [`composite::ForceComposite`] guard is alive, `composite(x)` otherwise; both are
@@ -74,7 +79,9 @@
 //! - GroupNorm: `x`, output `[N, C, …]`; `gamma`, `beta` `[C]`
 //! - cross-entropy: `logits` `[..., vocab]`, `targets` (Int) and `mask` `[...]`, output
 //!   `[1]`
+//! - AdamW: `θ`, `g`, `m`, `v`, any shape, all the same
 
+pub mod adamw;
 pub mod attention;
 pub mod composite;
 pub mod cpu;
@@ -89,6 +96,7 @@ pub mod linear;
 pub mod norm;
 pub mod training;
 
+pub use adamw::AdamWBackend;
 pub use attention::AttentionBackend;
 pub use cross_entropy::CrossEntropyBackend;
 pub use gelu::GeluBackend;

@@ -3,10 +3,13 @@
 //!
 //! Training code differentiates through the norms on an autodiff backend (`Autodiff<B>`)
 //! and evaluates or updates the model on its inner backend (`valid()`, optimizers). Both
-//! must have addnorm's kernels, which spelled out reads
-//! `B: AutodiffBackend + KernelBackend, B::InnerBackend: KernelBackend`. This trait names that
-//! set once; a blanket impl gives it to every backend that satisfies it, so
+//! must have addnorm's kernels, and the inner backend also the optimizer's step
+//! ([`AdamWBackend`], for [`FusedAdamW`](crate::adamw::FusedAdamW)), which spelled out reads
+//! `B: AutodiffBackend + KernelBackend, B::InnerBackend: KernelBackend + AdamWBackend`. This
+//! trait names that set once; a blanket impl gives it to every backend that satisfies it, so
 //! `Autodiff<NdArray>`, `Autodiff<Wgpu>` and `Autodiff<Cuda>` have it with no code of yours.
+//! A backend of your own adds `impl AdamWBackend for MyBackend {}` (the composite step) to
+//! the six op traits of [`KernelBackend`].
 //!
 //! ```
 //! use addnorm_kernels::KernelAutodiffBackend;
@@ -32,17 +35,18 @@
 
 use burn::tensor::backend::AutodiffBackend;
 
+use crate::adamw::AdamWBackend;
 use crate::kernel_backend::KernelBackend;
 
 /// An autodiff backend whose inner backend also has addnorm's kernels: the bound of
 /// generic training code (see the [module docs](self)). Implemented for every backend that
 /// satisfies it; also reachable under its old name, `NormAutodiffBackend`.
 pub trait KernelAutodiffBackend:
-    AutodiffBackend<InnerBackend: KernelBackend> + KernelBackend
+    AutodiffBackend<InnerBackend: KernelBackend + AdamWBackend> + KernelBackend
 {
 }
 
 impl<B> KernelAutodiffBackend for B where
-    B: AutodiffBackend<InnerBackend: KernelBackend> + KernelBackend
+    B: AutodiffBackend<InnerBackend: KernelBackend + AdamWBackend> + KernelBackend
 {
 }

@@ -10,6 +10,7 @@
 //! cargo bench --bench train_step -- --no-torch     # without the PyTorch column
 //! cargo bench --bench train_step -- --no-tuned     # without the tuned loop
 //! cargo bench --bench train_step -- --model T128 --fused-only --no-torch   # to profile
+//! cargo bench --bench train_step -- --fused-adamw  # FusedAdamW in your loop too
 //! ```
 //!
 //! **Your loop** (the headline column) is what a user who adds `addnorm` to their model
@@ -20,7 +21,10 @@
 //! (kernels' PERFORMANCE.md §13). **Tuned** is the same
 //! step after the `addnorm` binary's process-wide settings
 //! (`addnorm::kernels::cpu::allocator::keep_freed_memory`, steps on a worker of a rayon
-//! pool); they cannot be undone within a process, so the tuned loop runs after the user's.
+//! pool) and with the binary's loss and optimizer (addnorm's fused cross-entropy and
+//! `FusedAdamW`, which computes Burn's AdamW bits in one pass per parameter); the settings
+//! cannot be undone within a process, so the tuned loop runs after the user's. Your loop
+//! keeps Burn's `AdamW` unless `--fused-adamw` gives it `FusedAdamW` too.
 //!
 //! The torch column is the same model written in PyTorch
 //! (`crates/addnorm-lab/benches/torch_train_step.py`: Pre-LN, SDPA attention, exact GELU,
@@ -45,6 +49,7 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
+use addnorm::kernels::adamw::{FusedAdamW, FusedAdamWConfig};
 use addnorm::kernels::composite::ForceComposite;
 use addnorm::kernels::cpu::allocator::keep_freed_memory;
 use addnorm::kernels::cpu::fused_calls;
@@ -128,7 +133,7 @@ const WARMUP_STEPS: usize = 5;
 /// A model, its optimizer and the batches it trains on.
 struct Trainer {
     model: Option<TransformerStack<Ad>>,
-    optimizer: OptimizerAdaptor<AdamW, TransformerStack<Ad>, Ad>,
+    optimizer: Adam,
     batches: Vec<Tensors>,
     next: usize,
     /// Which loss the step takes: Burn's ops (the user's loop) or the fused kernel.
@@ -143,7 +148,7 @@ impl Trainer {
         let device = Default::default();
         Self {
             model: Some(init_model::<Ad>(config, 0, &device)),
-            optimizer: AdamWConfig::new().init(),
+            optimizer: Adam::for_loop(mode),
             batches: (0..BATCHES)
                 .map(|step| batches.make(step, &device))
                 .collect(),
@@ -175,7 +180,10 @@ impl Trainer {
         let grads = GradientsParams::from_grads(loss.backward(), &model);
         let backward = start.elapsed();
         let after_backward = counting::snapshot();
-        let model = self.optimizer.step(1e-3, model, grads);
+        let model = match &mut self.optimizer {
+            Adam::Burn(optimizer) => optimizer.step(1e-3, model, grads),
+            Adam::Fused(optimizer) => optimizer.step(1e-3, model, grads),
+        };
         // Reading one weight back makes sure nothing is deferred.
         black_box(model.head.weight.val().into_data());
         self.model = Some(model);
@@ -186,6 +194,28 @@ impl Trainer {
         Phases([forward, backward - forward, total - backward, total])
     }
 }
+
+/// A loop's AdamW, with Burn's defaults: Burn's own in the user's loop (what a user's
+/// code has today), addnorm's [`FusedAdamW`] (the same bits, one pass per parameter) in
+/// the tuned loop, as the `addnorm` binary runs it, and in the user's loop with
+/// `--fused-adamw`.
+enum Adam {
+    Burn(OptimizerAdaptor<AdamW, TransformerStack<Ad>, Ad>),
+    Fused(OptimizerAdaptor<FusedAdamW, TransformerStack<Ad>, Ad>),
+}
+
+impl Adam {
+    fn for_loop(mode: Loop) -> Self {
+        if mode == Loop::Tuned || std::env::args().any(|a| a == FUSED_ADAMW) {
+            Self::Fused(FusedAdamWConfig::new().init())
+        } else {
+            Self::Burn(AdamWConfig::new().init())
+        }
+    }
+}
+
+/// The flag that gives the user's loop [`FusedAdamW`] instead of Burn's `AdamW`.
+const FUSED_ADAMW: &str = "--fused-adamw";
 
 /// One step's `[forward + loss, backward + GradientsParams, AdamW, total]` wall times.
 #[derive(Clone, Copy, Debug)]
@@ -441,6 +471,7 @@ fn alone(args: &[String], name: &str) -> (Phases, [[u64; 2]; 3]) {
     let steps = arg(args, "--steps").map_or("40", |v| v.as_str());
     let out = std::process::Command::new(std::env::current_exe().expect("the bench's path"))
         .args(["--alone", name, "--steps", steps])
+        .args(std::env::args().filter(|a| a == FUSED_ADAMW))
         .output()
         .expect("the child bench starts");
     let text = String::from_utf8_lossy(&out.stdout);

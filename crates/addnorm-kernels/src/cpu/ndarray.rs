@@ -97,6 +97,23 @@ macro_rules! ndarray_real {
 ndarray_real!(f32, F32);
 ndarray_real!(f64, F64);
 
+/// `tensor`'s array, to overwrite: its own when this is the only reference to it (see
+/// [`NdArrayReal::take_unique`]), else a standard-layout copy.
+///
+/// # Panics
+/// If `tensor` holds another dtype than `E`.
+pub(crate) fn unique_or_copy<E: NdArrayReal>(tensor: NdArrayTensor) -> SharedArray<E> {
+    E::take_unique(tensor).unwrap_or_else(|shared| {
+        let shape = burn::tensor::TensorMetadata::shape(&shared)
+            .as_slice()
+            .to_vec();
+        let copy = E::elements(&shared)
+            .expect("unique_or_copy: the dtype was matched")
+            .into_owned();
+        E::take_unique(E::tensor(copy, shape)).expect("a fresh tensor is unique")
+    })
+}
+
 /// `x` reshaped to `shape` without copying, when it is an f32 or f64 tensor in standard
 /// layout (row-major, contiguous): only the dimensions change. `Err(x)` otherwise.
 ///

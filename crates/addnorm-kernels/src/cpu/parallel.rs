@@ -180,6 +180,35 @@ impl Drop for Close<'_> {
     }
 }
 
+/// Chunks of element-wise calls are multiples of this many elements, so that no SIMD loop
+/// has a ragged tail in the middle of a call.
+pub const CHUNK_ALIGN: usize = 64;
+
+/// The chunk length that splits an element-wise call over `len` elements across rayon's
+/// threads, with at least `min_task` elements a task: the whole call (at least 1) when
+/// one task on the calling thread is best (a small call, or one thread). For kernels that
+/// compute each element alone, so that how a call is cut never changes a bit.
+pub fn elementwise_chunk(len: usize, min_task: usize) -> usize {
+    let threads = rayon::current_num_threads();
+    let tasks = (len / min_task.max(1)).min(threads);
+    if tasks > 1 {
+        len.div_ceil(tasks).next_multiple_of(CHUNK_ALIGN)
+    } else {
+        len.max(1)
+    }
+}
+
+/// Runs `task(i, size)` for each chunk `i` of `chunks` (`size` elements each): on the
+/// calling thread when there is one, else in parallel ([`for_each`]).
+pub fn in_chunks<T>(chunks: &ChunksMut<'_, T>, task: impl Fn(usize, usize) + Sync) {
+    let size = chunks.size();
+    match chunks.count() {
+        0 => {}
+        1 => task(0, size),
+        count => for_each(count, |i| task(i, size)),
+    }
+}
+
 /// Chunk `i` of `values` cut into chunks of `size` elements (the last one shorter).
 ///
 /// # Panics
@@ -294,6 +323,19 @@ mod tests {
                 counts.iter().all(|c| c.load(Ordering::Relaxed) == 1),
                 "round {round}"
             );
+        }
+    }
+
+    #[test]
+    fn elementwise_chunks_are_aligned_and_cover_the_call() {
+        let min = 1 << 15;
+        assert_eq!(elementwise_chunk(1000, min), 1000);
+        assert_eq!(elementwise_chunk(0, min), 1);
+        if rayon::current_num_threads() > 1 {
+            let chunk = elementwise_chunk(10 * min + 3, min);
+            assert!(chunk < 10 * min, "split");
+            assert_eq!(chunk % CHUNK_ALIGN, 0);
+            assert!(chunk * rayon::current_num_threads() >= 10 * min + 3);
         }
     }
 

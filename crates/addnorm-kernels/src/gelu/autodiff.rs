@@ -24,7 +24,7 @@ use burn::tensor::backend::Backend;
 use burn::tensor::ops::FloatTensor;
 
 use super::backend::GeluBackend;
-use crate::fused::{count_fused_backward, try_fused_forward};
+use crate::fused::{count_fused_backward, try_fused_by_value, try_fused_forward};
 
 /// The backward node of a fused GELU; its one parent is `x`.
 #[derive(Debug)]
@@ -92,22 +92,15 @@ impl<B: GeluBackend, C: CheckpointStrategy> GeluBackend for Autodiff<B, C> {
 }
 
 /// [`GeluBackend::fused_gelu_with_slope`] on `x`'s primitive, through
-/// [`try_fused_forward`] (so `ForceComposite` turns it off and the counter sees it); `x`
+/// [`try_fused_by_value`] (so `ForceComposite` turns it off and the counter sees it); `x`
 /// whole again when it did not run.
 fn forward_with_slope<B: GeluBackend, C: CheckpointStrategy>(
     mut x: FloatTensor<Autodiff<B, C>>,
 ) -> Result<[FloatTensor<B>; 2], FloatTensor<Autodiff<B, C>>> {
-    let mut primitive = Some(x.primitive);
-    let fused = try_fused_forward(|| {
-        let input = primitive.take().expect("taken once");
-        B::fused_gelu_with_slope(input)
-            .map_err(|input| primitive = Some(input))
-            .ok()
-    });
-    match fused {
-        Some(outputs) => Ok(outputs),
-        None => {
-            x.primitive = primitive.expect("handed back when not fused");
+    match try_fused_by_value(x.primitive, B::fused_gelu_with_slope) {
+        Ok(outputs) => Ok(outputs),
+        Err(primitive) => {
+            x.primitive = primitive;
             Err(x)
         }
     }

@@ -48,7 +48,7 @@
 
 use core::mem::MaybeUninit;
 
-use crate::cpu::parallel::{self, ChunksMut};
+use crate::cpu::parallel::{self, ChunksMut, in_chunks};
 
 use crate::cpu::dispatch::vectorized;
 use crate::cpu::real::Real;
@@ -56,10 +56,6 @@ use crate::cpu::real::Real;
 /// A task takes at least this many elements: below it, handing a chunk to rayon's pool
 /// (about 0.1 ms on the 2-core development VM) costs more than computing it.
 const MIN_TASK_ELEMENTS: usize = 1 << 15;
-
-/// Chunks are multiples of this many elements, so that no SIMD loop has a ragged tail in
-/// the middle of a call.
-const CHUNK_ALIGN: usize = 64;
 
 /// The element types with the normal distribution's `(Φ(x), φ(x))`.
 pub trait NormalCdf: Real {
@@ -292,28 +288,9 @@ fn value_and_slope<E: NormalCdf>(x: E) -> (E, E) {
     (x * cdf, cdf + x * pdf)
 }
 
-/// The chunk length that splits `len` elements over rayon's threads: the whole call (at
-/// least 1) when one task on the calling thread is best (a small call, or one thread).
-/// Each element is computed alone, so how a call is cut never changes a bit.
+/// The chunk length of a call over `len` elements ([`parallel::elementwise_chunk`]).
 fn chunk_len(len: usize) -> usize {
-    let threads = rayon::current_num_threads();
-    let tasks = (len / MIN_TASK_ELEMENTS).min(threads);
-    if tasks > 1 {
-        len.div_ceil(tasks).next_multiple_of(CHUNK_ALIGN)
-    } else {
-        len.max(1)
-    }
-}
-
-/// Runs `task(i, size)` for each chunk `i` of `chunks` (`size` elements each): on the
-/// calling thread when there is one, else in parallel.
-fn in_chunks<T>(chunks: &ChunksMut<'_, T>, task: impl Fn(usize, usize) + Sync) {
-    let size = chunks.size();
-    match chunks.count() {
-        0 => {}
-        1 => task(0, size),
-        count => parallel::for_each(count, |i| task(i, size)),
-    }
+    parallel::elementwise_chunk(len, MIN_TASK_ELEMENTS)
 }
 
 #[cfg(test)]
@@ -480,17 +457,5 @@ mod tests {
         let dy64: Vec<f64> = x64.iter().map(|v| (v * 0.3).cos()).collect();
         slope_path_equals_the_path_from_x(&x64, &dy64);
         slope_path_equals_the_path_from_x::<f32>(&[], &[]);
-    }
-
-    #[test]
-    fn chunks_are_aligned_and_cover_the_call() {
-        assert_eq!(chunk_len(1000), 1000);
-        assert_eq!(chunk_len(0), 1);
-        if rayon::current_num_threads() > 1 {
-            let chunk = chunk_len(10 * MIN_TASK_ELEMENTS + 3);
-            assert!(chunk < 10 * MIN_TASK_ELEMENTS, "split");
-            assert_eq!(chunk % CHUNK_ALIGN, 0);
-            assert!(chunk * rayon::current_num_threads() >= 10 * MIN_TASK_ELEMENTS + 3);
-        }
     }
 }

@@ -14,7 +14,7 @@ use super::cpu::{
     forward_uninit, forward_with_slope_in_place,
 };
 use crate::cpu::memory::written_output;
-use crate::cpu::ndarray::{NdArrayReal, with_gradient_buffer};
+use crate::cpu::ndarray::{NdArrayReal, unique_or_copy, with_gradient_buffer};
 
 /// The fused forward, or `None` when `x` is not f32 or f64.
 pub(crate) fn fused_forward(x: &NdArrayTensor) -> Option<NdArrayTensor> {
@@ -54,13 +54,7 @@ fn forward_with_slope_in<E: NdArrayReal + NormalCdf>(x: NdArrayTensor) -> [NdArr
     let shape = x.shape().as_slice().to_vec();
     let len = shape.iter().product();
     // The slope goes over x's own buffer, or over a copy of x when x is shared.
-    let mut slope = match E::take_unique(x) {
-        Ok(array) => array,
-        Err(x) => {
-            let copy = E::elements(&x).expect("x's dtype was matched").into_owned();
-            E::take_unique(E::tensor(copy, shape.clone())).expect("a fresh tensor is unique")
-        }
-    };
+    let mut slope = unique_or_copy::<E>(x);
     let x_then_slope = slope
         .as_slice_mut()
         .expect("a standard-layout array is one slice");

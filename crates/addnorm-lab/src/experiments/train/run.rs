@@ -9,9 +9,10 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use addnorm::NormAutodiffBackend;
+use addnorm::kernels::adamw::FusedAdamWConfig;
 use addnorm::nn::{StackStats, TransformerStack};
 use burn::module::AutodiffModule;
-use burn::optim::{AdamWConfig, GradientsParams, Optimizer};
+use burn::optim::{GradientsParams, Optimizer};
 use burn::tensor::ElementConversion;
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -220,11 +221,12 @@ struct Start<B: NormAutodiffBackend, O> {
 }
 
 /// The AdamW optimizer of `config`: ε = 1e-8, β₂ and the decay as
-/// [`TrainConfig::burn_weight_decay`] says.
+/// [`TrainConfig::burn_weight_decay`] says. Burn's `AdamW` with each step fused
+/// ([`FusedAdamWConfig`]): the same bits, and checkpoints in Burn's `AdamW` format.
 pub(crate) fn adamw<B: NormAutodiffBackend>(
     config: &TrainConfig,
 ) -> impl Optimizer<TransformerStack<B>, B> + use<B> {
-    AdamWConfig::new()
+    FusedAdamWConfig::new()
         .with_weight_decay(config.burn_weight_decay() as f32)
         .with_beta_2(config.beta_2 as f32)
         .with_epsilon(1e-8)
