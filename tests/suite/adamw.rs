@@ -18,6 +18,7 @@ use burn::record::{BinBytesRecorder, FullPrecisionSettings, Recorder};
 use burn::tensor::backend::{AutodiffBackend, Backend};
 use burn::tensor::{Tensor, TensorData};
 
+use crate::common::in_own_process;
 use crate::on_every_backend;
 
 /// The learning rates of the steps, changing as a schedule changes them.
@@ -168,16 +169,20 @@ on_every_backend! {
     }
 }
 
-/// In f64 (`NdArray<f64>`): the f32 constants widen as Burn widens them.
+/// In f64 (`NdArray<f64>`): the f32 constants widen as Burn widens them. In a process of
+/// its own ([`in_own_process`]): `NdArray<f64>` shares its device, and so the device's
+/// default float dtype, with the f32 tests, whose optimizer records would then load as f64.
 #[cfg(feature = "ndarray")]
 #[test]
 fn f64_steps_have_the_bits_of_burns_adamw() {
-    type B = burn::backend::Autodiff<burn::backend::NdArray<f64>>;
-    let device = Default::default();
-    let (burn, fused) = configs(0.1);
-    let expected = train(layer::<B>(13, &device), &mut burn.init(), ALL);
-    let before = fused_calls();
-    let got = train(layer::<B>(13, &device), &mut fused.init(), ALL);
-    assert_eq!(fused_calls().forward - before.forward, 2 * LRS.len());
-    assert_eq!(bits(&got), bits(&expected));
+    in_own_process("adamw::f64_steps_have_the_bits_of_burns_adamw", || {
+        type B = burn::backend::Autodiff<burn::backend::NdArray<f64>>;
+        let device = Default::default();
+        let (burn, fused) = configs(0.1);
+        let expected = train(layer::<B>(13, &device), &mut burn.init(), ALL);
+        let before = fused_calls();
+        let got = train(layer::<B>(13, &device), &mut fused.init(), ALL);
+        assert_eq!(fused_calls().forward - before.forward, 2 * LRS.len());
+        assert_eq!(bits(&got), bits(&expected));
+    });
 }

@@ -76,7 +76,7 @@ fn update_in<E: NdArrayReal>(
     let [mut m, mut v] = match moments {
         Some(moments) => moments.map(unique_or_copy::<E>),
         // The first step writes the moments without reading them.
-        None => [(); 2].map(|()| unique_or_copy::<E>(E::tensor(vec![E::ZERO; len], shape.clone()))),
+        None => [(); 2].map(|()| zeros::<E>(len, &shape)),
     };
     let g = E::elements(&grad).expect("the dtype was matched");
     step(
@@ -87,6 +87,11 @@ fn update_in<E: NdArrayReal>(
         update,
     );
     [E::from_array(theta), E::from_array(m), E::from_array(v)]
+}
+
+/// A new array of `len` zeros shaped `shape`.
+fn zeros<E: NdArrayReal>(len: usize, shape: &[usize]) -> SharedArray<E> {
+    unique_or_copy::<E>(E::tensor(vec![E::ZERO; len], shape.to_vec()))
 }
 
 /// The elements of an array that [`unique_or_copy`] returned (standard layout).
