@@ -112,9 +112,9 @@ on_every_backend! {
             let before = fused_calls();
             let got = train(layer::<B>(7, device), &mut fused.init(), ALL);
             let calls = fused_calls().forward - before.forward;
+            // One fused call per parameter and step; none is allowed only off NdArray.
             let on_ndarray = std::any::type_name::<B>().contains("NdArray");
-            let want = if on_ndarray { 2 * LRS.len() } else { 0 };
-            assert!(calls == want || calls == 2 * LRS.len(), "{calls} fused calls");
+            assert!(calls == 2 * LRS.len() || (!on_ndarray && calls == 0), "{calls} fused calls");
             assert_eq!(bits(&got), bits(&expected), "weight decay {weight_decay}");
         }
     }

@@ -80,14 +80,7 @@ fn count(update: impl FnOnce(&mut FusedCalls)) {
 /// fused forward. Every forward dispatch (the ops' defaults and `Autodiff`'s) goes
 /// through here, so the counter works for any backend.
 pub(crate) fn try_fused_forward<T>(kernel: impl FnOnce() -> Option<T>) -> Option<T> {
-    if crate::composite::is_forced() {
-        return None;
-    }
-    let fused = kernel();
-    if fused.is_some() {
-        count(|calls| calls.forward += 1);
-    }
-    fused
+    try_fused_by_value((), |()| kernel().ok_or(())).ok()
 }
 
 /// [`try_fused_forward`] for a kernel that takes its inputs by value (to write over their

@@ -6,11 +6,11 @@
 //! `param`, `grad`, the moments and the outputs: any shape, all the same.
 
 use burn::backend::ndarray::{NdArrayTensor, SharedArray};
-use burn::tensor::TensorMetadata;
+use burn::tensor::{DType, TensorMetadata};
 
 use super::cpu::step;
 use super::spec::AdamWUpdate;
-use crate::cpu::ndarray::{NdArrayReal, unique_or_copy};
+use crate::cpu::ndarray::{NdArrayReal, elements_mut, unique_or_copy};
 
 /// A step's tensors: `(param, grad, moments)`, `moments` `None` on the first step.
 pub(crate) type Inputs = (NdArrayTensor, NdArrayTensor, Option<[NdArrayTensor; 2]>);
@@ -24,46 +24,21 @@ pub(crate) fn fused_update(
     inputs: Inputs,
     update: AdamWUpdate,
 ) -> Result<[NdArrayTensor; 3], Inputs> {
-    if !same_shapes(&inputs) {
+    if !uniform(&inputs) {
         return Err(inputs);
     }
-    match (&inputs.0, &inputs.1, dtypes_of(&inputs.2)) {
-        (NdArrayTensor::F32(_), NdArrayTensor::F32(_), Dtype::F32 | Dtype::None) => {
-            Ok(update_in::<f32>(inputs, &update))
-        }
-        (NdArrayTensor::F64(_), NdArrayTensor::F64(_), Dtype::F64 | Dtype::None) => {
-            Ok(update_in::<f64>(inputs, &update))
-        }
+    match inputs.0.dtype() {
+        DType::F32 => Ok(update_in::<f32>(inputs, &update)),
+        DType::F64 => Ok(update_in::<f64>(inputs, &update)),
         _ => Err(inputs),
     }
 }
 
-/// The moments' common dtype, as far as the fused kernels care.
-enum Dtype {
-    /// No moments yet (the first step).
-    None,
-    F32,
-    F64,
-    /// Another dtype, or two different ones.
-    Other,
-}
-
-fn dtypes_of(moments: &Option<[NdArrayTensor; 2]>) -> Dtype {
-    match moments {
-        None => Dtype::None,
-        Some([NdArrayTensor::F32(_), NdArrayTensor::F32(_)]) => Dtype::F32,
-        Some([NdArrayTensor::F64(_), NdArrayTensor::F64(_)]) => Dtype::F64,
-        Some(_) => Dtype::Other,
-    }
-}
-
-fn same_shapes((param, grad, moments): &Inputs) -> bool {
-    let shape = param.shape();
-    grad.shape() == shape
-        && moments
-            .iter()
-            .flatten()
-            .all(|moment| moment.shape() == shape)
+/// Whether the gradient and the moments (if any) have the parameter's dtype and shape.
+fn uniform((param, grad, moments): &Inputs) -> bool {
+    let (dtype, shape) = (param.dtype(), param.shape());
+    let like_param = |t: &NdArrayTensor| t.dtype() == dtype && t.shape() == shape;
+    like_param(grad) && moments.iter().flatten().all(like_param)
 }
 
 fn update_in<E: NdArrayReal>(
@@ -71,32 +46,25 @@ fn update_in<E: NdArrayReal>(
     update: &AdamWUpdate,
 ) -> [NdArrayTensor; 3] {
     let shape = param.shape().as_slice().to_vec();
-    let len = shape.iter().product();
     let mut theta = unique_or_copy::<E>(param);
     let [mut m, mut v] = match moments {
         Some(moments) => moments.map(unique_or_copy::<E>),
         // The first step writes the moments without reading them.
-        None => [(); 2].map(|()| zeros::<E>(len, &shape)),
+        None => [(); 2].map(|()| zeros::<E>(&shape)),
     };
     let g = E::elements(&grad).expect("the dtype was matched");
     step(
-        slice_of(&mut theta),
+        elements_mut(&mut theta),
         &g,
-        slice_of(&mut m),
-        slice_of(&mut v),
+        elements_mut(&mut m),
+        elements_mut(&mut v),
         update,
     );
     [E::from_array(theta), E::from_array(m), E::from_array(v)]
 }
 
-/// A new array of `len` zeros shaped `shape`.
-fn zeros<E: NdArrayReal>(len: usize, shape: &[usize]) -> SharedArray<E> {
+/// A new array of zeros shaped `shape`.
+fn zeros<E: NdArrayReal>(shape: &[usize]) -> SharedArray<E> {
+    let len = shape.iter().product();
     unique_or_copy::<E>(E::tensor(vec![E::ZERO; len], shape.to_vec()))
-}
-
-/// The elements of an array that [`unique_or_copy`] returned (standard layout).
-fn slice_of<E: NdArrayReal>(array: &mut SharedArray<E>) -> &mut [E] {
-    array
-        .as_slice_mut()
-        .expect("a standard-layout array is one slice")
 }

@@ -114,6 +114,17 @@ pub(crate) fn unique_or_copy<E: NdArrayReal>(tensor: NdArrayTensor) -> SharedArr
     })
 }
 
+/// The elements of an array that [`NdArrayReal::take_unique`] or [`unique_or_copy`]
+/// returned, to overwrite.
+///
+/// # Panics
+/// If the array is not in standard layout (those two return only such arrays).
+pub(crate) fn elements_mut<E: NdArrayReal>(array: &mut SharedArray<E>) -> &mut [E] {
+    array
+        .as_slice_mut()
+        .expect("a standard-layout array is one slice")
+}
+
 /// `x` reshaped to `shape` without copying, when it is an f32 or f64 tensor in standard
 /// layout (row-major, contiguous): only the dimensions change. `Err(x)` otherwise.
 ///
@@ -161,10 +172,7 @@ pub(crate) fn with_gradient_buffer<E: NdArrayReal, R>(
 ) -> (NdArrayTensor, R) {
     match E::take_unique(grad_output) {
         Ok(mut grad) => {
-            let values = grad
-                .as_slice_mut()
-                .expect("a standard-layout array is one slice");
-            let result = in_place(values);
+            let result = in_place(elements_mut(&mut grad));
             let grad = grad
                 .into_shape_with_order(shape)
                 .expect("dx holds as many elements as dy");

@@ -14,7 +14,7 @@ use super::cpu::{
     forward_uninit, forward_with_slope_in_place,
 };
 use crate::cpu::memory::written_output;
-use crate::cpu::ndarray::{NdArrayReal, unique_or_copy, with_gradient_buffer};
+use crate::cpu::ndarray::{NdArrayReal, elements_mut, unique_or_copy, with_gradient_buffer};
 
 /// The fused forward, or `None` when `x` is not f32 or f64.
 pub(crate) fn fused_forward(x: &NdArrayTensor) -> Option<NdArrayTensor> {
@@ -55,9 +55,7 @@ fn forward_with_slope_in<E: NdArrayReal + NormalCdf>(x: NdArrayTensor) -> [NdArr
     let len = shape.iter().product();
     // The slope goes over x's own buffer, or over a copy of x when x is shared.
     let mut slope = unique_or_copy::<E>(x);
-    let x_then_slope = slope
-        .as_slice_mut()
-        .expect("a standard-layout array is one slice");
+    let x_then_slope = elements_mut(&mut slope);
     // SAFETY: `forward_with_slope_in_place` writes all `len` elements of y.
     let y = unsafe {
         written_output(len, |y: *mut E| {
