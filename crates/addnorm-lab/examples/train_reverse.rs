@@ -5,6 +5,7 @@
 //! cargo run --release --example train_reverse --features learner
 //! cargo run --release --example train_reverse --features learner,wgpu   # on wgpu
 //! cargo run --release --example train_reverse --features learner -- --devices 2
+//! cargo run --release --example train_reverse --features learner -- --burn-adamw
 //! ```
 //!
 //! `--devices N` trains with burn-train's multi-device strategy
@@ -14,6 +15,11 @@
 //! machine), their gradients summed on the first. Our fused LayerNorm and attention
 //! kernels run on every worker; the final numbers should match a single-device run's
 //! within a few tenths of a percent (PERFORMANCE.md, "Several devices").
+//!
+//! The optimizer is addnorm's `FusedAdamW` (`addnorm::kernels::adamw`), which takes the
+//! place of Burn's `AdamW` in the `Learner` unchanged: the same settings, the same bits (the
+//! final loss is the same to the last digit printed), one pass per parameter.
+//! `--burn-adamw` trains with Burn's `AdamW` instead, to compare.
 //!
 //! The `learner` feature (`burn/train` + `burn/tui`) is off by default because burn-train
 //! and its dependencies take several minutes to compile, so plain `cargo test` skips this
@@ -51,6 +57,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use addnorm::backend::{AutodiffBackend as Ad, Backend as Inner, device};
+use addnorm::kernels::adamw::FusedAdamWConfig;
 use addnorm::nn::{TransformerStack, TransformerStackConfig};
 use addnorm::{NormAutodiffBackend, NormBackend};
 use addnorm_lab::experiments::task::{Batch, Task, TaskKind};
@@ -62,7 +69,7 @@ use burn::data::dataloader::batcher::Batcher;
 use burn::data::dataset::Dataset;
 use burn::lr_scheduler::cosine::CosineAnnealingLrSchedulerConfig;
 use burn::module::Module;
-use burn::optim::AdamWConfig;
+use burn::optim::{AdamWConfig, Optimizer};
 use burn::prelude::*;
 use burn::train::metric::state::{FormatOptions, NumericMetricState};
 use burn::train::metric::{
@@ -488,27 +495,44 @@ impl MetricsRenderer for PlainRenderer {
     }
 }
 
-/// `--devices N` from the command line (1 if absent); exits 2 on a bad value.
-fn devices_arg() -> usize {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    match args.as_slice() {
-        [] => 1,
-        [flag, n] if flag == "--devices" => match n.parse::<usize>() {
-            Ok(n) if n >= 1 => n,
+/// The command line: `--devices N` (default 1) and `--burn-adamw`.
+struct Args {
+    /// Workers of the multi-device strategy (1: the default single-device training).
+    devices: usize,
+    /// Burn's `AdamW` instead of addnorm's `FusedAdamW` (the same step, bit for bit; for
+    /// timing the two side by side).
+    burn_adamw: bool,
+}
+
+/// The parsed [`Args`]; a usage message and exit code 2 on anything else.
+fn args() -> Args {
+    let mut args = Args {
+        devices: 1,
+        burn_adamw: false,
+    };
+    let words: Vec<String> = std::env::args().skip(1).collect();
+    let mut words = words.iter();
+    while let Some(flag) = words.next() {
+        match flag.as_str() {
+            "--burn-adamw" => args.burn_adamw = true,
+            "--devices" => match words.next().map(|n| n.parse::<usize>()) {
+                Some(Ok(n)) if n >= 1 => args.devices = n,
+                _ => {
+                    eprintln!("error: --devices takes a positive integer");
+                    std::process::exit(2);
+                }
+            },
             _ => {
-                eprintln!("error: --devices takes a positive integer, got {n:?}");
+                eprintln!("usage: train_reverse [--devices N] [--burn-adamw]");
                 std::process::exit(2);
             }
-        },
-        _ => {
-            eprintln!("usage: train_reverse [--devices N]");
-            std::process::exit(2);
         }
     }
+    args
 }
 
 fn main() {
-    let workers = devices_arg();
+    let args = args();
     let device = device();
     let artifacts = std::env::temp_dir().join("addnorm-train-reverse");
     // The metric logs of an earlier run would be read back into this run's summary.
@@ -528,6 +552,72 @@ fn main() {
         TASK.symbols
     );
 
+    // addnorm's AdamW takes Burn's AdamW's place: the same settings and bits, one pass per
+    // parameter (addnorm::kernels::adamw); --burn-adamw keeps Burn's for comparison.
+    let trained = if args.burn_adamw {
+        println!("optimizer: Burn's AdamW");
+        train(
+            model,
+            AdamWConfig::new().init(),
+            args.devices,
+            &device,
+            &artifacts,
+        )
+    } else {
+        println!("optimizer: addnorm's FusedAdamW");
+        let adamw = FusedAdamWConfig::new().init();
+        train(model, adamw, args.devices, &device, &artifacts)
+    };
+
+    println!(
+        "fused backward calls in train steps: {} on {} thread(s)",
+        FUSED_ON_WORKERS
+            .calls
+            .load(std::sync::atomic::Ordering::Relaxed),
+        FUSED_ON_WORKERS.threads.lock().map_or(0, |t| t.len())
+    );
+    if let Some((iteration, step)) = step_timing() {
+        println!(
+            "Learner: {:.2} ms per train iteration (median; forward + backward {:.2} ms of it); \
+             the same model's step in the lab's loop: `cargo bench --bench train_step -- \
+             --model tiny`",
+            iteration.as_secs_f64() * 1e3,
+            step.as_secs_f64() * 1e3
+        );
+    }
+    let valid = ReverseDataset {
+        task: TASK,
+        seed: SEED + 1,
+        len: VALID_SEQUENCES,
+    };
+    let batch = ReverseBatcher.batch(
+        (0..valid.len()).filter_map(|i| valid.get(i)).collect(),
+        &device,
+    );
+    let (logits, loss) = trained.forward_loss(&batch);
+    let acc = accuracy(logits, batch.targets, batch.mask);
+    println!(
+        "final validation ({} sequences): loss {:.9}, token accuracy {:.2}%, exact-sequence \
+         accuracy {:.2}%",
+        valid.len(),
+        loss.into_scalar().elem::<f64>(),
+        100.0 * acc.token,
+        100.0 * acc.exact
+    );
+}
+
+/// Trains `model` under burn-train's `Learner` with `optim` on `devices` workers, a cosine
+/// schedule and the metrics above, and returns the trained model.
+fn train<O>(
+    model: ReverseModel<Ad>,
+    optim: O,
+    devices: usize,
+    device: &burn::tensor::Device<Ad>,
+    artifacts: &std::path::Path,
+) -> ReverseModel<Inner>
+where
+    O: Optimizer<ReverseModel<Ad>, Ad> + 'static,
+{
     let train = ReverseDataset {
         task: TASK,
         seed: SEED,
@@ -551,19 +641,19 @@ fn main() {
         .with_min_lr(LEARNING_RATE / 10.0)
         .init()
         .expect("a valid cosine schedule");
-    let learner = Learner::new(model, AdamWConfig::new().init(), schedule);
+    let learner = Learner::new(model, optim, schedule);
 
-    let mut training = SupervisedTraining::new(&artifacts, loader_train, loader_valid)
+    let mut training = SupervisedTraining::new(artifacts, loader_train, loader_valid)
         .metrics((LossMetric::new(), AccuracyMetric::new().with_pad_token(PAD)))
         .metric_train_numeric(GradientNormMetric::default())
         .metric_train_numeric(LearningRateMetric::new())
         .num_epochs(EPOCHS)
         .summary();
-    if workers > 1 {
-        println!("multi-device training: {workers} workers on {device:?}");
+    if devices > 1 {
+        println!("multi-device training: {devices} workers on {device:?}");
         training =
             training.with_training_strategy(TrainingStrategy::Default(ExecutionStrategy::multi(
-                vec![device.clone(); workers],
+                vec![device.clone(); devices],
                 MultiDeviceOptim::OptimMainDevice,
             )));
     }
@@ -573,36 +663,5 @@ fn main() {
     let result = training.launch(learner);
     // Closes the dashboard (and prints the summary) before the final numbers.
     drop(result.renderer);
-
-    println!(
-        "fused backward calls in train steps: {} on {} thread(s)",
-        FUSED_ON_WORKERS
-            .calls
-            .load(std::sync::atomic::Ordering::Relaxed),
-        FUSED_ON_WORKERS.threads.lock().map_or(0, |t| t.len())
-    );
-    if let Some((iteration, step)) = step_timing() {
-        println!(
-            "Learner: {:.2} ms per train iteration (median; forward + backward {:.2} ms of it); \
-             the same model's step in the lab's loop: `cargo bench --bench train_step -- \
-             --model tiny`",
-            iteration.as_secs_f64() * 1e3,
-            step.as_secs_f64() * 1e3
-        );
-    }
-    let trained: ReverseModel<Inner> = result.model;
-    let batch = ReverseBatcher.batch(
-        (0..valid.len()).filter_map(|i| valid.get(i)).collect(),
-        &device,
-    );
-    let (logits, loss) = trained.forward_loss(&batch);
-    let acc = accuracy(logits, batch.targets, batch.mask);
-    println!(
-        "final validation ({} sequences): loss {:.4}, token accuracy {:.2}%, exact-sequence \
-         accuracy {:.2}%",
-        valid.len(),
-        loss.into_scalar().elem::<f64>(),
-        100.0 * acc.token,
-        100.0 * acc.exact
-    );
+    result.model
 }
