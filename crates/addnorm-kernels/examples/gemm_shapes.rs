@@ -6,12 +6,15 @@
 //! ```text
 //! cargo run --release -p addnorm-kernels --example gemm_shapes
 //! COLD=1 cargo run --release -p addnorm-kernels --example gemm_shapes   # operands out of cache
+//! ROUNDS=6 ONLY=d512 cargo run --release -p addnorm-kernels --example gemm_shapes
 //! ```
 //!
 //! Each shape `C[m, n] = A[m, k]·B[k, n]` (A or B read transposed where the step reads them
 //! so) runs 60 times; the table prints the median of the last 50 and GFLOP/s (2·m·k·n per
-//! call). With `COLD` set, 16 copies of A and B are cycled through, so the operands come
-//! from memory rather than cache. PERFORMANCE.md §6 quotes this example's figures.
+//! call). `ROUNDS=r` times the two paths alternately r times and keeps each one's fastest
+//! median, so that a slow spell of a shared host does not fall on one column alone;
+//! `ONLY=text` keeps the shapes whose label contains `text`. With `COLD` set, 16 copies of
+//! A and B are cycled through, so the operands come from memory rather than cache. PERFORMANCE.md §6 quotes this example's figures.
 
 use addnorm_kernels::cpu::gemm::{Gemm, Strided};
 use std::time::Instant;
@@ -212,15 +215,29 @@ fn main() {
     } else {
         1
     };
-    println!("one thread, median of 50 calls; {copies} copies of the operands cycled");
+    // ROUNDS=r alternates the two paths r times and keeps each one's fastest median, so a
+    // slow spell of the shared host does not fall on one column alone; ONLY=text keeps
+    // the shapes whose label contains `text`.
+    let rounds: usize = std::env::var("ROUNDS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(1);
+    let only = std::env::var("ONLY").unwrap_or_default();
+    println!(
+        "one thread, median of 50 calls, the faster of {rounds} alternated rounds; \
+         {copies} copies of the operands cycled"
+    );
     println!(
         "{:<40} {:>11} {:>11} {:>8} {:>9}",
         "shape", "sgemm", "kernels", "ratio", "GFLOP/s"
     );
-    for (label, m, k, n, a_t, b_t) in CASES {
+    for (label, m, k, n, a_t, b_t) in CASES.into_iter().filter(|c| c.0.contains(&only)) {
         let shape = (m, k, n, a_t, b_t);
-        let packed = time(Path::Packed, shape, copies);
-        let kernels = time(Path::Kernels, shape, copies);
+        let (mut packed, mut kernels) = (f64::INFINITY, f64::INFINITY);
+        for _ in 0..rounds.max(1) {
+            packed = packed.min(time(Path::Packed, shape, copies));
+            kernels = kernels.min(time(Path::Kernels, shape, copies));
+        }
         let flops = 2.0 * (m * k * n) as f64;
         println!(
             "{label:<40} {:>8.2} µs {:>8.2} µs {:>7.2}x {:>9.1}",
