@@ -15,6 +15,7 @@ mod block_placements;
 mod block_recipes;
 mod block_stack;
 mod common;
+mod embedding;
 mod fused_kernels;
 mod gelu;
 mod gpu_guard;

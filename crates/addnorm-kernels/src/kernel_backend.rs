@@ -3,9 +3,11 @@
 //! Each op has its own backend extension, in its folder and built the same way (a composite
 //! default, a `fused_*` override per backend returning `Option`, one `Autodiff` node):
 //! [`RowNormBackend`] (LayerNorm, RMSNorm, DyT), [`AttentionBackend`], [`LinearBackend`],
-//! [`GeluBackend`], [`CrossEntropyBackend`] and [`GroupNormBackend`]. `KernelBackend`
-//! unites these six op traits: a blanket impl gives it to every backend that has the six, so `NdArray`, every CubeCL backend (`Wgpu`, `Cuda`, with or
-//! without Burn's fusion) and `Autodiff<B>` of any of them have it with no code of yours.
+//! [`GeluBackend`], [`CrossEntropyBackend`], [`GroupNormBackend`] and
+//! [`EmbeddingBackend`]. `KernelBackend` unites these seven op traits: a blanket impl gives
+//! it to every backend that has the seven, so `NdArray`, every CubeCL backend (`Wgpu`,
+//! `Cuda`, with or without Burn's fusion) and `Autodiff<B>` of any of them have it with no
+//! code of yours.
 //!
 //! # Why this name
 //! It says what the trait is: the set of addnorm's kernels a backend offers, each fused
@@ -20,7 +22,7 @@
 //! `B: KernelBackend`, or through the op trait, `<B as RowNormBackend>::norm_rows(..)`.
 //!
 //! # A backend of your own
-//! Implement the six op traits (all six empty for the composite paths):
+//! Implement the seven op traits (all seven empty for the composite paths):
 //!
 //! ```ignore
 //! impl addnorm_kernels::RowNormBackend for MyBackend {}
@@ -29,6 +31,7 @@
 //! impl addnorm_kernels::GeluBackend for MyBackend {}
 //! impl addnorm_kernels::CrossEntropyBackend for MyBackend {}
 //! impl addnorm_kernels::GroupNormBackend for MyBackend {}
+//! impl addnorm_kernels::EmbeddingBackend for MyBackend {}
 //! // MyBackend: KernelBackend now, through the blanket impl.
 //! // For training (KernelAutodiffBackend, on Autodiff<MyBackend>), the optimizer step too:
 //! impl addnorm_kernels::AdamWBackend for MyBackend {}
@@ -62,6 +65,7 @@
 
 use crate::attention::AttentionBackend;
 use crate::cross_entropy::CrossEntropyBackend;
+use crate::embedding::EmbeddingBackend;
 use crate::gelu::GeluBackend;
 use crate::group_norm::GroupNormBackend;
 use crate::linear::LinearBackend;
@@ -69,7 +73,7 @@ use crate::norm::RowNormBackend;
 
 /// A backend with all of addnorm's kernels: norms, attention, linear layers, GELU, the
 /// masked cross-entropy and GroupNorm (see the [module docs](self)). Implemented for every
-/// backend that has the six op traits; also reachable under its old name, `NormBackend`.
+/// backend that has the seven op traits; also reachable under its old name, `NormBackend`.
 pub trait KernelBackend:
     RowNormBackend
     + AttentionBackend
@@ -77,6 +81,7 @@ pub trait KernelBackend:
     + GeluBackend
     + CrossEntropyBackend
     + GroupNormBackend
+    + EmbeddingBackend
 {
 }
 
@@ -87,5 +92,6 @@ impl<B> KernelBackend for B where
         + GeluBackend
         + CrossEntropyBackend
         + GroupNormBackend
+        + EmbeddingBackend
 {
 }

@@ -23,13 +23,15 @@
 //!   [`CrossEntropyBackend`] extension.
 //! - [`group_norm`]: GroupNorm and InstanceNorm over `[N, C, …]`, the [`GroupNormBackend`]
 //!   extension (built on [`norm`]'s row norm, one way).
+//! - [`embedding`]: the embedding lookup (one copy per row; the backward adds rows in
+//!   Burn's order), the [`EmbeddingBackend`] extension.
 //! - [`adamw`]: Burn's AdamW step in one fused pass per parameter, the [`AdamWBackend`]
 //!   extension and the [`adamw::FusedAdamW`] optimizer (an optimizer's step, so no
 //!   autodiff node).
 //!
 //! What unites them:
 //!
-//! - [`kernel_backend`]: [`KernelBackend`], a backend with all six (old name
+//! - [`kernel_backend`]: [`KernelBackend`], a backend with all seven (old name
 //!   [`NormBackend`], the same trait): the one bound model code needs.
 //! - [`training`]: [`KernelAutodiffBackend`] (old name [`NormAutodiffBackend`]), the one
 //!   bound generic training code needs.
@@ -88,6 +90,7 @@ pub mod cpu;
 pub mod cross_entropy;
 #[cfg(feature = "cubecl")]
 pub mod cube;
+pub mod embedding;
 pub mod fused;
 pub mod gelu;
 pub mod group_norm;
@@ -99,6 +102,7 @@ pub mod training;
 pub use adamw::AdamWBackend;
 pub use attention::AttentionBackend;
 pub use cross_entropy::CrossEntropyBackend;
+pub use embedding::EmbeddingBackend;
 pub use gelu::GeluBackend;
 pub use group_norm::GroupNormBackend;
 pub use kernel_backend::KernelBackend;

@@ -9,7 +9,7 @@
 //! trait names that set once; a blanket impl gives it to every backend that satisfies it, so
 //! `Autodiff<NdArray>`, `Autodiff<Wgpu>` and `Autodiff<Cuda>` have it with no code of yours.
 //! A backend of your own adds `impl AdamWBackend for MyBackend {}` (the composite step) to
-//! the six op traits of [`KernelBackend`].
+//! the seven op traits of [`KernelBackend`].
 //!
 //! ```
 //! use addnorm_kernels::KernelAutodiffBackend;

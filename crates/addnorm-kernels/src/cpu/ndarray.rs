@@ -188,6 +188,40 @@ pub(crate) fn with_gradient_buffer<E: NdArrayReal, R>(
     }
 }
 
+/// An int tensor's values as i64 in row-major order (class or row ids), borrowed when they
+/// already are; `None` for a float or bool tensor. A u64 id past `i64::MAX` becomes
+/// `i64::MAX`, which the kernels reject as out of range.
+pub(crate) fn int_ids(targets: &NdArrayTensor) -> Option<Cow<'_, [i64]>> {
+    macro_rules! widened {
+        ($storage:expr) => {
+            Cow::Owned(
+                $storage
+                    .view()
+                    .iter()
+                    .map(|&t| i64::try_from(t).unwrap_or(i64::MAX))
+                    .collect(),
+            )
+        };
+    }
+    Some(match targets {
+        NdArrayTensor::I64(storage) => {
+            let view = storage.view();
+            match view.to_slice() {
+                Some(contiguous) => Cow::Borrowed(contiguous),
+                None => Cow::Owned(view.iter().copied().collect()),
+            }
+        }
+        NdArrayTensor::I32(storage) => widened!(storage),
+        NdArrayTensor::I16(storage) => widened!(storage),
+        NdArrayTensor::I8(storage) => widened!(storage),
+        NdArrayTensor::U64(storage) => widened!(storage),
+        NdArrayTensor::U32(storage) => widened!(storage),
+        NdArrayTensor::U16(storage) => widened!(storage),
+        NdArrayTensor::U8(storage) => widened!(storage),
+        _ => return None,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use burn::tensor::{Shape, Tensor, TensorData, TensorMetadata};

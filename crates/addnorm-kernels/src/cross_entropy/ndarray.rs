@@ -13,7 +13,7 @@ use burn::tensor::TensorMetadata;
 
 use super::cpu::{CrossEntropyDims, LossReal, backward, forward};
 use crate::cpu::memory::zeroed_output;
-use crate::cpu::ndarray::NdArrayReal;
+use crate::cpu::ndarray::{NdArrayReal, int_ids};
 
 /// `[rows, vocab]` of non-empty `logits` of rank ≥ 2 (the shapes of the targets and mask
 /// were checked against it by the caller).
@@ -22,40 +22,6 @@ fn dims_of(logits: &NdArrayTensor) -> Option<CrossEntropyDims> {
     let (&vocab, lead) = shape.as_slice().split_last()?;
     let rows: usize = lead.iter().product();
     (!lead.is_empty() && rows > 0 && vocab > 0).then_some(CrossEntropyDims { rows, vocab })
-}
-
-/// The target ids as i64 in row-major order, borrowed when they already are; `None` for a
-/// float or bool tensor. A u64 id past `i64::MAX` becomes `i64::MAX`, which the kernels
-/// reject as out of range.
-fn target_ids(targets: &NdArrayTensor) -> Option<Cow<'_, [i64]>> {
-    macro_rules! widened {
-        ($storage:expr) => {
-            Cow::Owned(
-                $storage
-                    .view()
-                    .iter()
-                    .map(|&t| i64::try_from(t).unwrap_or(i64::MAX))
-                    .collect(),
-            )
-        };
-    }
-    Some(match targets {
-        NdArrayTensor::I64(storage) => {
-            let view = storage.view();
-            match view.to_slice() {
-                Some(contiguous) => Cow::Borrowed(contiguous),
-                None => Cow::Owned(view.iter().copied().collect()),
-            }
-        }
-        NdArrayTensor::I32(storage) => widened!(storage),
-        NdArrayTensor::I16(storage) => widened!(storage),
-        NdArrayTensor::I8(storage) => widened!(storage),
-        NdArrayTensor::U64(storage) => widened!(storage),
-        NdArrayTensor::U32(storage) => widened!(storage),
-        NdArrayTensor::U16(storage) => widened!(storage),
-        NdArrayTensor::U8(storage) => widened!(storage),
-        _ => return None,
-    })
 }
 
 /// The fused forward: `(loss [1], log_partition [rows])`, or `None` when these inputs are
@@ -81,7 +47,7 @@ fn forward_in<E: NdArrayReal + LossReal>(
 ) -> Option<(NdArrayTensor, NdArrayTensor)> {
     let dims = dims_of(logits)?;
     let (values, mask) = (E::elements(logits)?, E::elements(mask)?);
-    let targets = target_ids(targets)?;
+    let targets = int_ids(targets)?;
     let mut lse = vec![E::ZERO; dims.rows];
     let loss = forward(dims, &values, &targets, &mask, z_loss, &mut lse);
     Some((
@@ -143,7 +109,7 @@ fn backward_in<E: NdArrayReal + LossReal>(
         "fused cross-entropy backward: grad_output must be one value, got {:?}",
         grad_output.shape()
     );
-    let targets = target_ids(targets).expect("the forward accepted these targets");
+    let targets = int_ids(targets).expect("the forward accepted these targets");
     let mut dz = zeroed_output(dims.rows * dims.vocab);
     backward(
         dims,

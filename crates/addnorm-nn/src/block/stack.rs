@@ -34,6 +34,7 @@ use burn::nn::{Embedding, EmbeddingConfig, Linear};
 use burn::tensor::{ElementConversion, Int, Tensor, backend::Backend};
 
 use addnorm_kernels::NormBackend;
+use addnorm_kernels::embedding::embedding;
 
 use super::feed_forward::Activation;
 use super::linear::{self, projection};
@@ -208,7 +209,8 @@ pub struct TransformerStack<B: Backend> {
 }
 
 impl<B: NormBackend> TransformerStack<B> {
-    /// x₀ = E_tok[tokens] + E_pos[positions].
+    /// x₀ = E_tok[tokens] + E_pos[positions], each lookup through
+    /// [`addnorm_kernels::embedding`] (Burn's `Embedding::forward`, with a fused kernel).
     fn embed(&self, tokens: Tensor<B, 2, Int>) -> Tensor<B, 3> {
         let [batch, seq] = tokens.dims();
         let max_seq = self.position_embedding.weight.dims()[0];
@@ -219,7 +221,8 @@ impl<B: NormBackend> TransformerStack<B> {
         let positions = Tensor::<B, 1, Int>::arange(0..seq as i64, &tokens.device())
             .unsqueeze::<2>()
             .expand([batch, seq]);
-        self.token_embedding.forward(tokens) + self.position_embedding.forward(positions)
+        let lookup = |table: &Embedding<B>, ids| embedding(table.weight.val(), ids);
+        lookup(&self.token_embedding, tokens) + lookup(&self.position_embedding, positions)
     }
 
     /// Logits from the features: the head, then the soft cap where configured.
