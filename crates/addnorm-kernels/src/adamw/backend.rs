@@ -73,24 +73,7 @@ impl<B: Backend, C: burn::backend::autodiff::checkpoint::strategy::CheckpointStr
 {
 }
 
-/// The composite on every CubeCL backend.
+// The composite on every CubeCL backend.
+// The composite under fusion, which fuses its element-wise chain.
 #[cfg(feature = "cubecl")]
-impl<R, F, I, BT> AdamWBackend for burn_cubecl::CubeBackend<R, F, I, BT>
-where
-    R: burn_cubecl::CubeRuntime,
-    F: burn_cubecl::FloatElement,
-    I: burn_cubecl::IntElement,
-    BT: burn_cubecl::BoolElement,
-{
-}
-
-/// The composite under fusion, which fuses its element-wise chain.
-#[cfg(feature = "cubecl")]
-impl<R, F, I, BT> AdamWBackend for burn_fusion::Fusion<burn_cubecl::CubeBackend<R, F, I, BT>>
-where
-    R: burn_cubecl::CubeRuntime,
-    F: burn_cubecl::FloatElement,
-    I: burn_cubecl::IntElement,
-    BT: burn_cubecl::BoolElement,
-{
-}
+crate::cube::composite_on_cubecl!(AdamWBackend);

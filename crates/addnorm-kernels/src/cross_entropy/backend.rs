@@ -152,24 +152,7 @@ where
     }
 }
 
-/// The composite on every CubeCL backend, for now: no CubeCL kernel yet.
+// The composite on every CubeCL backend, for now: no CubeCL kernel yet.
+// The composite under fusion, for now, which fuses its element-wise parts.
 #[cfg(feature = "cubecl")]
-impl<R, F, I, BT> CrossEntropyBackend for burn_cubecl::CubeBackend<R, F, I, BT>
-where
-    R: burn_cubecl::CubeRuntime,
-    F: burn_cubecl::FloatElement,
-    I: burn_cubecl::IntElement,
-    BT: burn_cubecl::BoolElement,
-{
-}
-
-/// The composite under fusion, for now, which fuses its element-wise parts.
-#[cfg(feature = "cubecl")]
-impl<R, F, I, BT> CrossEntropyBackend for burn_fusion::Fusion<burn_cubecl::CubeBackend<R, F, I, BT>>
-where
-    R: burn_cubecl::CubeRuntime,
-    F: burn_cubecl::FloatElement,
-    I: burn_cubecl::IntElement,
-    BT: burn_cubecl::BoolElement,
-{
-}
+crate::cube::composite_on_cubecl!(CrossEntropyBackend);

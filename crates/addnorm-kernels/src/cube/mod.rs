@@ -24,3 +24,30 @@ pub mod devices;
 pub mod launch;
 pub mod registers;
 pub mod stream;
+
+/// The composite path of an op on every CubeCL backend: an empty impl of the op's backend
+/// trait (its default methods, built from Burn's ops) for `CubeBackend<R, F, I, BT>` and for
+/// `Fusion<CubeBackend<R, F, I, BT>>`, where Burn's fusion joins those ops. An op with a
+/// CubeCL kernel of its own writes both impls out instead.
+macro_rules! composite_on_cubecl {
+    ($op:ident) => {
+        impl<R, F, I, BT> $op for burn_cubecl::CubeBackend<R, F, I, BT>
+        where
+            R: burn_cubecl::CubeRuntime,
+            F: burn_cubecl::FloatElement,
+            I: burn_cubecl::IntElement,
+            BT: burn_cubecl::BoolElement,
+        {
+        }
+
+        impl<R, F, I, BT> $op for burn_fusion::Fusion<burn_cubecl::CubeBackend<R, F, I, BT>>
+        where
+            R: burn_cubecl::CubeRuntime,
+            F: burn_cubecl::FloatElement,
+            I: burn_cubecl::IntElement,
+            BT: burn_cubecl::BoolElement,
+        {
+        }
+    };
+}
+pub(crate) use composite_on_cubecl;

@@ -91,24 +91,7 @@ where
     }
 }
 
-/// The composite on every CubeCL backend.
+// The composite on every CubeCL backend.
+// The composite under fusion.
 #[cfg(feature = "cubecl")]
-impl<R, F, I, BT> EmbeddingBackend for burn_cubecl::CubeBackend<R, F, I, BT>
-where
-    R: burn_cubecl::CubeRuntime,
-    F: burn_cubecl::FloatElement,
-    I: burn_cubecl::IntElement,
-    BT: burn_cubecl::BoolElement,
-{
-}
-
-/// The composite under fusion.
-#[cfg(feature = "cubecl")]
-impl<R, F, I, BT> EmbeddingBackend for burn_fusion::Fusion<burn_cubecl::CubeBackend<R, F, I, BT>>
-where
-    R: burn_cubecl::CubeRuntime,
-    F: burn_cubecl::FloatElement,
-    I: burn_cubecl::IntElement,
-    BT: burn_cubecl::BoolElement,
-{
-}
+crate::cube::composite_on_cubecl!(EmbeddingBackend);

@@ -126,24 +126,7 @@ impl<B: crate::cpu::ndarray::NdArrayBackend> GeluBackend for B {
     }
 }
 
-/// The composite on every CubeCL backend.
+// The composite on every CubeCL backend.
+// The composite under fusion, which fuses it into one element-wise kernel.
 #[cfg(feature = "cubecl")]
-impl<R, F, I, BT> GeluBackend for burn_cubecl::CubeBackend<R, F, I, BT>
-where
-    R: burn_cubecl::CubeRuntime,
-    F: burn_cubecl::FloatElement,
-    I: burn_cubecl::IntElement,
-    BT: burn_cubecl::BoolElement,
-{
-}
-
-/// The composite under fusion, which fuses it into one element-wise kernel.
-#[cfg(feature = "cubecl")]
-impl<R, F, I, BT> GeluBackend for burn_fusion::Fusion<burn_cubecl::CubeBackend<R, F, I, BT>>
-where
-    R: burn_cubecl::CubeRuntime,
-    F: burn_cubecl::FloatElement,
-    I: burn_cubecl::IntElement,
-    BT: burn_cubecl::BoolElement,
-{
-}
+crate::cube::composite_on_cubecl!(GeluBackend);

@@ -149,25 +149,8 @@ impl<B: crate::cpu::ndarray::NdArrayBackend> GroupNormBackend for B {
     }
 }
 
-/// The composite on every CubeCL backend: addnorm's fused CubeCL row norm for the
-/// statistics, Burn's ops for the per-channel affine map.
+// The composite on every CubeCL backend: addnorm's fused CubeCL row norm for the
+// statistics, Burn's ops for the per-channel affine map.
+// The composite under fusion, which fuses the affine map's element-wise ops.
 #[cfg(feature = "cubecl")]
-impl<R, F, I, BT> GroupNormBackend for burn_cubecl::CubeBackend<R, F, I, BT>
-where
-    R: burn_cubecl::CubeRuntime,
-    F: burn_cubecl::FloatElement,
-    I: burn_cubecl::IntElement,
-    BT: burn_cubecl::BoolElement,
-{
-}
-
-/// The composite under fusion, which fuses the affine map's element-wise ops.
-#[cfg(feature = "cubecl")]
-impl<R, F, I, BT> GroupNormBackend for burn_fusion::Fusion<burn_cubecl::CubeBackend<R, F, I, BT>>
-where
-    R: burn_cubecl::CubeRuntime,
-    F: burn_cubecl::FloatElement,
-    I: burn_cubecl::IntElement,
-    BT: burn_cubecl::BoolElement,
-{
-}
+crate::cube::composite_on_cubecl!(GroupNormBackend);

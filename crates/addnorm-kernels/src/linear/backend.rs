@@ -97,24 +97,7 @@ impl<B: crate::cpu::ndarray::NdArrayBackend> LinearBackend for B {
     }
 }
 
-/// Burn's `linear` on every CubeCL backend.
+// Burn's `linear` on every CubeCL backend.
+// Burn's `linear` under fusion.
 #[cfg(feature = "cubecl")]
-impl<R, F, I, BT> LinearBackend for burn_cubecl::CubeBackend<R, F, I, BT>
-where
-    R: burn_cubecl::CubeRuntime,
-    F: burn_cubecl::FloatElement,
-    I: burn_cubecl::IntElement,
-    BT: burn_cubecl::BoolElement,
-{
-}
-
-/// Burn's `linear` under fusion.
-#[cfg(feature = "cubecl")]
-impl<R, F, I, BT> LinearBackend for burn_fusion::Fusion<burn_cubecl::CubeBackend<R, F, I, BT>>
-where
-    R: burn_cubecl::CubeRuntime,
-    F: burn_cubecl::FloatElement,
-    I: burn_cubecl::IntElement,
-    BT: burn_cubecl::BoolElement,
-{
-}
+crate::cube::composite_on_cubecl!(LinearBackend);
