@@ -2,10 +2,11 @@
 //! fused kernel ([`try_fused_forward`](crate::fused)), and the per-thread counters of the
 //! fused calls ([`fused_calls`]).
 //!
-//! Each op (`crate::norm`, `crate::attention`, `crate::linear`, `crate::gelu`) has a
-//! `fused_*` method per backend that returns `Option` (`None`: no kernel for these inputs,
-//! take the composite), and its own `fused` module for what its kernels return. The
-//! dispatch and the counters below are the same for all four.
+//! Each op (`crate::norm`, `crate::attention`, `crate::linear`, `crate::gelu`,
+//! `crate::cross_entropy`, `crate::group_norm`, `crate::embedding`, `crate::adamw`) has a
+//! `fused_*` method per backend that returns `Option` or hands its inputs back (`None` or
+//! `Err`: no kernel for these inputs, take the composite). The dispatch and the counters
+//! below are the same for all of them.
 //!
 //! # Formula
 //! ```text
