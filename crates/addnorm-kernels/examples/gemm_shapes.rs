@@ -14,7 +14,8 @@
 //! call). `ROUNDS=r` times the two paths alternately r times and keeps each one's fastest
 //! median, so that a slow spell of a shared host does not fall on one column alone;
 //! `ONLY=text` keeps the shapes whose label contains `text`. With `COLD` set, 16 copies of
-//! A and B are cycled through, so the operands come from memory rather than cache. PERFORMANCE.md §6 quotes this example's figures.
+//! A and B are cycled through, so the operands come from memory rather than cache.
+//! PERFORMANCE.md §6 quotes this example's figures.
 
 use addnorm_kernels::cpu::gemm::{Gemm, Strided};
 use std::time::Instant;
@@ -215,9 +216,7 @@ fn main() {
     } else {
         1
     };
-    // ROUNDS=r alternates the two paths r times and keeps each one's fastest median, so a
-    // slow spell of the shared host does not fall on one column alone; ONLY=text keeps
-    // the shapes whose label contains `text`.
+    // ROUNDS and ONLY: see the module docs.
     let rounds: usize = std::env::var("ROUNDS")
         .ok()
         .and_then(|r| r.parse().ok())

@@ -157,6 +157,20 @@ pub struct ReverseDataset {
     len: usize,
 }
 
+/// The training sequences: seed stream [`SEED`].
+const TRAIN_SET: ReverseDataset = ReverseDataset {
+    task: TASK,
+    seed: SEED,
+    len: TRAIN_SEQUENCES,
+};
+
+/// The validation sequences, disjoint from the training ones: seed stream `SEED + 1`.
+const VALID_SET: ReverseDataset = ReverseDataset {
+    task: TASK,
+    seed: SEED + 1,
+    len: VALID_SEQUENCES,
+};
+
 impl Dataset<Batch> for ReverseDataset {
     fn get(&self, index: usize) -> Option<Batch> {
         (index < self.len).then(|| self.task.training_batch(self.seed, index, 1))
@@ -585,11 +599,7 @@ fn main() {
             step.as_secs_f64() * 1e3
         );
     }
-    let valid = ReverseDataset {
-        task: TASK,
-        seed: SEED + 1,
-        len: VALID_SEQUENCES,
-    };
+    let valid = VALID_SET;
     let batch = ReverseBatcher.batch(
         (0..valid.len()).filter_map(|i| valid.get(i)).collect(),
         &device,
@@ -618,23 +628,13 @@ fn train<O>(
 where
     O: Optimizer<ReverseModel<Ad>, Ad> + 'static,
 {
-    let train = ReverseDataset {
-        task: TASK,
-        seed: SEED,
-        len: TRAIN_SEQUENCES,
-    };
-    let valid = ReverseDataset {
-        task: TASK,
-        seed: SEED + 1,
-        len: VALID_SEQUENCES,
-    };
     let loader_train = DataLoaderBuilder::<Ad, _, _>::new(ReverseBatcher)
         .batch_size(BATCH_SIZE)
         .shuffle(SEED)
-        .build(train);
+        .build(TRAIN_SET);
     let loader_valid = DataLoaderBuilder::<Inner, _, _>::new(ReverseBatcher)
         .batch_size(BATCH_SIZE)
-        .build(valid.clone());
+        .build(VALID_SET);
 
     let iterations = EPOCHS * TRAIN_SEQUENCES.div_ceil(BATCH_SIZE);
     let schedule = CosineAnnealingLrSchedulerConfig::new(LEARNING_RATE, iterations)

@@ -63,8 +63,7 @@ fn update_in<E: NdArrayReal>(
     [E::from_array(theta), E::from_array(m), E::from_array(v)]
 }
 
-/// A new array of zeros shaped `shape`.
+/// A new array of zeros shaped `shape` (standard layout).
 fn zeros<E: NdArrayReal>(shape: &[usize]) -> SharedArray<E> {
-    let len = shape.iter().product();
-    unique_or_copy::<E>(E::tensor(vec![E::ZERO; len], shape.to_vec()))
+    SharedArray::from_elem(shape.to_vec(), E::ZERO)
 }
