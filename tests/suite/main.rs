@@ -20,6 +20,7 @@ mod fused_kernels;
 mod gelu;
 mod gpu_guard;
 mod group_norm;
+mod hf_layers;
 mod linear;
 mod norm_errors;
 mod norm_gradcheck;

@@ -1,8 +1,9 @@
 //! The norm and residual recipes of today's open models, as addnorm configurations, each
 //! trained for a few steps in a plain Burn loop (Burn's Adam and cross-entropy, your own
-//! code's shape): Pre-LN (GPT-2), Gemma 2, OLMo 2, NormFormer, CaiT's LayerScale,
-//! x-transformers' GRU residual gating, ResiDual and GPT-J's parallel block; then one DiT
-//! block with adaLN-Zero.
+//! code's shape): Pre-LN (GPT-2), the decoder layers of Llama, Gemma 2 and OLMo 2 (their
+//! presets: grouped-query attention, RoPE, gated feed-forward networks), NormFormer, CaiT's
+//! LayerScale, x-transformers' GRU residual gating, ResiDual and GPT-J's parallel block;
+//! then one DiT block with adaLN-Zero.
 //!
 //! The toy task is next-token prediction on sequences that repeat their first half, so
 //! the second half can be predicted exactly by attending back. The table shows each
@@ -16,8 +17,8 @@
 
 use addnorm::backend::{AutodiffBackend, PREFERRED, device};
 use addnorm::nn::{
-    Affine, LayerNormConfig, NormConfig, Placement, QkNormScope, RmsNormConfig,
-    TransformerBlockConfig, TransformerStack, TransformerStackConfig,
+    Affine, LayerNormConfig, Placement, TransformerBlockConfig, TransformerStack,
+    TransformerStackConfig,
 };
 use burn::nn::loss::CrossEntropyLossConfig;
 use burn::optim::{AdamConfig, GradientsParams, Optimizer};
@@ -43,26 +44,25 @@ fn recipes() -> Vec<(&'static str, TransformerStackConfig)> {
     let base = TransformerStackConfig::tiny()
         .with_n_layers(4)
         .with_vocab_size(VOCAB);
-    let rms = NormConfig::rms(1);
-    let gemma_rms = NormConfig::Rms(RmsNormConfig::new(vec![1]).with_affine(Affine::UnitOffset));
+    // The Hugging Face presets at tiny()'s widths: d 32, 2 heads (1 key/value head), d_ff 128.
+    let layer = |block: TransformerBlockConfig| TransformerStackConfig {
+        block: block.with_n_layers(base.block.n_layers),
+        ..base.clone()
+    };
     vec![
         ("Pre-LN (GPT-2)", base.clone()),
         (
-            "Gemma 2: sandwich, RMSNorm (1+γ), caps 50/30",
-            base.clone()
-                .with_placement(Placement::Peri)
-                .with_norm(gemma_rms)
-                .with_attention_logit_softcap(Some(50.0))
+            "Llama: Pre RMSNorm, SwiGLU, GQA, RoPE",
+            layer(TransformerBlockConfig::llama(32, 2, 1, 128)),
+        ),
+        (
+            "Gemma 2: sandwich RMSNorm (1+γ), GeGLU, caps 50/30",
+            layer(TransformerBlockConfig::gemma2(32, 2, 1, 16, 128))
                 .with_final_logit_softcap(Some(30.0)),
         ),
         (
-            "OLMo 2: post-branch RMSNorm, QK-norm",
-            base.clone()
-                .with_placement(Placement::PostBranch)
-                .with_norm(rms.clone())
-                .with_qk_norm(Some(rms))
-                .with_separate_qk_norms(true)
-                .with_qk_norm_scope(QkNormScope::FullWidth),
+            "OLMo 2: post-branch RMSNorm, QK-norm, SwiGLU",
+            layer(TransformerBlockConfig::olmo2(32, 2, 1, 128)),
         ),
         (
             "NormFormer",

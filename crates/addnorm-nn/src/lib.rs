@@ -48,8 +48,8 @@ pub use addnorm_kernels::{Centering, EpsilonPlacement, NormBackend, RowNormSpec,
 pub use block::{
     Activation, AdaLnZero, AdaLnZeroConfig, AddNorm, FeedForward, FeedForwardConfig, Modulation,
     MultiHeadSelfAttention, MultiHeadSelfAttentionConfig, Placement, QkNormScope, ResidualGate,
-    StackStats, TransformerBlock, TransformerBlockConfig, TransformerStack, TransformerStackConfig,
-    xavier_normal,
+    RotaryConfig, StackStats, TransformerBlock, TransformerBlockConfig, TransformerStack,
+    TransformerStackConfig, xavier_normal,
 };
 pub use norm::{
     Affine, DynamicTanh, DynamicTanhConfig, GroupNorm, GroupNormConfig, Identity, InstanceNorm,

@@ -1,17 +1,28 @@
-//! Multi-head self-attention, with an optional causal mask, QK-norm, and zero-initialized
-//! W^Q / W^K.
+//! Multi-head self-attention, with an optional causal mask, QK-norm, zero-initialized
+//! W^Q / W^K, grouped-query attention and rotary position embeddings.
 //!
 //! ```text
-//! Q = x·W^Q + b^Q,  K = x·W^K + b^K,  V = x·W^V + b^V     split into h heads of d_head
+//! Q = x·W^Q + b^Q,  K = x·W^K + b^K,  V = x·W^V + b^V     h query heads, g key/value
+//!                                                          heads, each d_head wide
 //! Q, K ← Norm(Q), Norm(K)                                  per head, with QK-norm
 //! Q, K ← Norm_Q(Q), Norm_K(K)                              the same, separate_qk_norms
-//! Q, K ← Norm(Q), Norm(K)        over all d_model, before the split: QkNormScope::FullWidth
-//! S = Q·Kᵀ / √d_head        (future positions set to −∞ when causal)
+//! Q, K ← Norm(Q), Norm(K)        over all of Q's (K's) width, before the split:
+//!                                QkNormScope::FullWidth
+//! Q, K ← RoPE(Q), RoPE(K)        with rotary position embeddings (after the QK-norm)
+//! K_j, V_j serve query heads j·h/g … (j+1)·h/g − 1         grouped-query attention (g < h)
+//! S = s·Q·Kᵀ                (s = 1/√d_head unless set; future positions −∞ when causal)
 //! S ← c·tanh(S/c)           with a logit soft cap c (Gemma 2), before the mask
 //! A_h = softmax(S_h)·V_h    per head h
 //! A_h ← γ_h·A_h             with NormFormer's head scale (γ learnable, 1 at init)
 //! MHSA(x) = concat(A_1..A_h)·W^O + b^O
 //! ```
+//!
+//! `d_head` is `d_model / h` unless set: Gemma 2's heads are wider than that (2B: 8 heads of
+//! 256 in a 2304-wide model). Grouped-query attention (Ainslie et al. 2023; g = 1 is
+//! multi-query attention) repeats each key/value head for its h/g query heads, in Hugging
+//! Face's `repeat_kv` order; the gradients of the shared K and V are the sums over their
+//! groups. Rotary position embeddings are [`rotary`](super::rotary)'s; the order QK-norm
+//! then RoPE is OLMo 2's and Gemma 3's.
 //!
 //! The head scale follows NormFormer's formula (Shleifer et al. 2021, §2,
 //! `HeadScaleMHA = Concat(γ₁h₁, …, γₙhₙ)·W^O`), before W^O. (fairseq's `c_attn` scales the
@@ -31,8 +42,9 @@
 //! have no dropout), on every backend.
 //!
 //! # Shapes
-//! - input: `[batch, seq, d_model]`; scores `S: [batch, heads, seq, seq]` (materialized
-//!   on the composite path only)
+//! - input: `[batch, seq, d_model]`; `W^Q: [d_model, h·d_head]`, `W^K`, `W^V:
+//!   [d_model, g·d_head]`, `W^O: [h·d_head, d_model]`; scores `S: [batch, h, seq, seq]`
+//!   (materialized on the composite path only)
 //! - output: `[batch, seq, d_model]`
 
 use burn::config::Config;
@@ -45,14 +57,15 @@ use addnorm_kernels::attention::{AttentionSpec, attention, attention_with_max_lo
 
 use super::linear::{self, projection, xavier_normal, zero_weight};
 use super::qk_norm::{QkNormScope, normalize};
+use super::rotary::{RotaryConfig, rotate};
 use crate::norm::{Norm, NormConfig};
 
 /// Configuration of a [`MultiHeadSelfAttention`].
 #[derive(Config, Debug)]
 pub struct MultiHeadSelfAttentionConfig {
-    /// The model width; must be divisible by `n_heads`.
+    /// The model width; must be divisible by `n_heads` unless `d_head` is set.
     pub d_model: usize,
-    /// The number of heads.
+    /// The number of (query) heads.
     pub n_heads: usize,
     /// Whether position t may attend only to positions ≤ t. Default: true
     #[config(default = true)]
@@ -87,70 +100,162 @@ pub struct MultiHeadSelfAttentionConfig {
     /// Default: None
     #[config(default = "None")]
     pub logit_softcap: Option<f64>,
+    /// Grouped-query attention: the number of key/value heads, which must divide `n_heads`
+    /// (1: multi-query attention). Default: None (`n_heads`, one per query head)
+    #[config(default = "None")]
+    pub n_kv_heads: Option<usize>,
+    /// Each head's width. Default: None (`d_model / n_heads`)
+    #[config(default = "None")]
+    pub d_head: Option<usize>,
+    /// Biases on the four projections (Llama, Gemma and OLMo have none). Default: true
+    #[config(default = true)]
+    pub bias: bool,
+    /// Rotary position embeddings on the queries and keys. Default: None
+    #[config(default = "None")]
+    pub rotary: Option<RotaryConfig>,
+    /// The factor s on the logits. Gemma 2 uses `1/√query_pre_attn_scalar`. Must be
+    /// positive. Default: None (`1/√d_head`)
+    #[config(default = "None")]
+    pub scale: Option<f64>,
 }
 
 impl MultiHeadSelfAttentionConfig {
     /// Builds the sublayer on `device`.
     ///
     /// # Panics
-    /// If `d_model` is not a positive multiple of `n_heads`, `dropout` is outside [0, 1), or
-    /// `logit_softcap` is not positive and finite.
+    /// If `d_model` is not a positive multiple of `n_heads` (with `d_head` unset), `d_head`
+    /// is zero, `n_kv_heads` does not divide `n_heads`, one full-width QK-norm would serve
+    /// queries and keys of different widths (grouped-query attention needs
+    /// `separate_qk_norms` there), `dropout` is outside [0, 1), `logit_softcap` or `scale`
+    /// is not positive and finite, or the rotary embedding's base or `d_head` is invalid.
     pub fn init<B: burn::tensor::backend::Backend>(
         &self,
         device: &B::Device,
     ) -> MultiHeadSelfAttention<B> {
-        super::validate_heads("MultiHeadSelfAttentionConfig", self.d_model, self.n_heads);
+        let heads = self.validate();
+        let (q_width, kv_width) = (heads.query_width(), heads.key_value_width());
+        let p = |shape| projection(shape, &self.initializer, self.bias, device);
+        let (mut query, mut key) = (p([self.d_model, q_width]), p([self.d_model, kv_width]));
+        if self.zero_init_query_key {
+            zero_weight(&mut query, device);
+            zero_weight(&mut key, device);
+        }
+        let scope = self.qk_norm_scope;
+        let norm = |width: usize, heads: usize| {
+            let norm = self.qk_norm.as_ref()?;
+            Some(norm.with_d_model(scope.width(width, heads)).init(device))
+        };
+        MultiHeadSelfAttention {
+            query,
+            key,
+            value: p([self.d_model, kv_width]),
+            output: p([q_width, self.d_model]),
+            qk_norm: norm(q_width, heads.query),
+            key_norm: norm(kv_width, heads.key_value).filter(|_| self.separate_qk_norms),
+            head_scale: self
+                .head_scale
+                .then(|| Initializer::Ones.init([self.n_heads], device)),
+            dropout: DropoutConfig::new(self.dropout).init(),
+            heads,
+            causal: self.causal,
+            logit_softcap: self.logit_softcap,
+            qk_norm_scope: self.qk_norm_scope,
+            rotary: self.rotary.clone(),
+            scale: self.scale,
+        }
+    }
+
+    /// The head counts and width, after checking every option (see
+    /// [`init`](Self::init)'s panics).
+    fn validate(&self) -> Heads {
+        let heads = self.heads();
         super::validate_dropout("MultiHeadSelfAttentionConfig", self.dropout);
         super::validate_softcap(
             "MultiHeadSelfAttentionConfig.logit_softcap",
             self.logit_softcap,
         );
-        let qk_width = self.qk_norm_scope.width(self.d_model, self.n_heads);
-        let p = |device| projection(self.d_model, self.d_model, &self.initializer, device);
-        let (mut query, mut key) = (p(device), p(device));
-        if self.zero_init_query_key {
-            zero_weight(&mut query, device);
-            zero_weight(&mut key, device);
+        super::validate_softcap("MultiHeadSelfAttentionConfig.scale", self.scale);
+        if let Some(rotary) = &self.rotary {
+            rotary.validate(heads.d_head);
         }
-        MultiHeadSelfAttention {
+        let (q_width, kv_width) = (heads.query_width(), heads.key_value_width());
+        let shared_full_width = self.qk_norm.is_some()
+            && !self.separate_qk_norms
+            && self.qk_norm_scope == QkNormScope::FullWidth;
+        assert!(
+            !shared_full_width || q_width == kv_width,
+            "MultiHeadSelfAttentionConfig: one full-width QK-norm cannot serve queries \
+             ({q_width} wide) and keys ({kv_width} wide); set separate_qk_norms"
+        );
+        heads
+    }
+
+    /// The head counts and width, checked.
+    fn heads(&self) -> Heads {
+        let query = self.n_heads;
+        let d_head = match self.d_head {
+            Some(d_head) => {
+                assert!(
+                    d_head > 0 && query > 0 && self.d_model > 0,
+                    "MultiHeadSelfAttentionConfig: d_model ({}), n_heads ({query}) and d_head \
+                     ({d_head}) must be positive",
+                    self.d_model
+                );
+                d_head
+            }
+            None => {
+                super::validate_heads("MultiHeadSelfAttentionConfig", self.d_model, query);
+                self.d_model / query
+            }
+        };
+        let key_value = self.n_kv_heads.unwrap_or(query);
+        assert!(
+            key_value > 0 && query.is_multiple_of(key_value),
+            "MultiHeadSelfAttentionConfig.n_kv_heads ({key_value}) must divide n_heads \
+             ({query})"
+        );
+        Heads {
             query,
-            key,
-            value: p(device),
-            output: p(device),
-            qk_norm: self
-                .qk_norm
-                .as_ref()
-                .map(|n| n.with_d_model(qk_width).init(device)),
-            key_norm: self
-                .qk_norm
-                .as_ref()
-                .filter(|_| self.separate_qk_norms)
-                .map(|n| n.with_d_model(qk_width).init(device)),
-            head_scale: self
-                .head_scale
-                .then(|| Initializer::Ones.init([self.n_heads], device)),
-            dropout: DropoutConfig::new(self.dropout).init(),
-            n_heads: self.n_heads,
-            causal: self.causal,
-            logit_softcap: self.logit_softcap,
-            qk_norm_scope: self.qk_norm_scope,
+            key_value,
+            d_head,
         }
+    }
+}
+
+/// The attention's head counts and head width.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Heads {
+    /// Query heads h.
+    query: usize,
+    /// Key/value heads g (h for multi-head attention).
+    key_value: usize,
+    /// Each head's width.
+    d_head: usize,
+}
+
+impl Heads {
+    fn query_width(self) -> usize {
+        self.query * self.d_head
+    }
+
+    fn key_value_width(self) -> usize {
+        self.key_value * self.d_head
     }
 }
 
 /// Multi-head self-attention (see the [module docs](self)).
 #[derive(Module, Debug)]
 pub struct MultiHeadSelfAttention<B: burn::tensor::backend::Backend> {
-    /// W^Q, `[d_model, d_model]`.
+    /// W^Q, `[d_model, h·d_head]`.
     pub query: Linear<B>,
-    /// W^K, `[d_model, d_model]`.
+    /// W^K, `[d_model, g·d_head]` (g key/value heads; g = h without grouped-query attention).
     pub key: Linear<B>,
-    /// W^V, `[d_model, d_model]`.
+    /// W^V, `[d_model, g·d_head]`.
     pub value: Linear<B>,
-    /// W^O, `[d_model, d_model]`.
+    /// W^O, `[h·d_head, d_model]`.
     pub output: Linear<B>,
-    /// The QK-norm over `d_head` (or `d_model` at `QkNormScope::FullWidth`), if any (the
-    /// queries' only, when `key_norm` is set).
+    /// The QK-norm over `d_head` (or Q's whole width at `QkNormScope::FullWidth`), if any
+    /// (the queries' only, when `key_norm` is set).
     pub qk_norm: Option<Norm<B>>,
     /// The keys' own QK-norm, with `separate_qk_norms`.
     pub key_norm: Option<Norm<B>>,
@@ -158,13 +263,17 @@ pub struct MultiHeadSelfAttention<B: burn::tensor::backend::Backend> {
     pub head_scale: Option<Param<Tensor<B, 1>>>,
     dropout: Dropout,
     #[module(skip)]
-    n_heads: usize,
+    heads: Heads,
     #[module(skip)]
     causal: bool,
     #[module(skip)]
     logit_softcap: Option<f64>,
     #[module(skip)]
     qk_norm_scope: QkNormScope,
+    #[module(skip)]
+    rotary: Option<RotaryConfig>,
+    #[module(skip)]
+    scale: Option<f64>,
 }
 
 impl<B: NormBackend> MultiHeadSelfAttention<B> {
@@ -189,22 +298,32 @@ impl<B: NormBackend> MultiHeadSelfAttention<B> {
     }
 
     fn attend(&self, x: Tensor<B, 3>, record: bool) -> (Tensor<B, 3>, Option<Tensor<B, 1>>) {
-        let [_, _, d_model] = x.dims();
-        let d_head = d_model / self.n_heads;
-        let mut spec = AttentionSpec::causal(self.n_heads, d_head);
+        let Heads {
+            query: heads,
+            key_value: kv_heads,
+            d_head,
+        } = self.heads;
+        let mut spec = AttentionSpec::causal(heads, d_head);
         spec.causal = self.causal;
         spec.max_logit = record;
         spec.softcap = self.logit_softcap;
+        spec.scale = self.scale.unwrap_or(spec.scale);
         let (mut q, mut k) = (
             linear::forward(&self.query, x.clone()),
             linear::forward(&self.key, x.clone()),
         );
         let v = linear::forward(&self.value, x);
         if let Some(norm) = &self.qk_norm {
-            let (heads, scope) = (self.n_heads, self.qk_norm_scope);
+            let scope = self.qk_norm_scope;
             q = normalize(norm, q, heads, scope);
-            k = normalize(self.key_norm.as_ref().unwrap_or(norm), k, heads, scope);
+            k = normalize(self.key_norm.as_ref().unwrap_or(norm), k, kv_heads, scope);
         }
+        if let Some(rotary) = &self.rotary {
+            q = rotate(q, heads, rotary);
+            k = rotate(k, kv_heads, rotary);
+        }
+        let group = heads / kv_heads;
+        let (k, v) = (repeat_kv(k, kv_heads, group), repeat_kv(v, kv_heads, group));
         let (context, max_logit) = if self.dropout.prob > 0.0 {
             // The fused kernels have no dropout on the probabilities.
             composite::attention_with_weights(q, k, v, &spec, |w| self.dropout.forward(w))
@@ -220,6 +339,24 @@ impl<B: NormBackend> MultiHeadSelfAttention<B> {
         };
         (linear::forward(&self.output, context), max_logit)
     }
+}
+
+/// Each of `heads` heads of `x` repeated `group` times in place (head j becomes heads
+/// `j·group … (j+1)·group − 1`), Hugging Face's `repeat_kv`: `[batch, seq, heads·d_head]` →
+/// `[batch, seq, heads·group·d_head]`. Autodiff sums each copy's gradient back.
+fn repeat_kv<B: burn::tensor::backend::Backend>(
+    x: Tensor<B, 3>,
+    heads: usize,
+    group: usize,
+) -> Tensor<B, 3> {
+    if group == 1 {
+        return x;
+    }
+    let [batch, seq, width] = x.dims();
+    let d_head = width / heads;
+    x.reshape([batch, seq, heads, 1, d_head])
+        .expand([batch, seq, heads, group, d_head])
+        .reshape([batch, seq, width * group])
 }
 
 /// Head `h`'s gain repeated over its `d_head` columns: `[heads]` → `[heads · d_head]`.

@@ -1,16 +1,21 @@
 //! The position-wise feed-forward sublayer.
 //!
 //! ```text
-//! FFN(x) = act(x·W₁ + b₁)·W₂ + b₂        act ∈ {GELU, ReLU}
-//! FFN(x) = Norm(act(x·W₁ + b₁))·W₂ + b₂  with NormFormer's FFN norm (over d_ff)
+//! FFN(x) = act(x·W₁ + b₁)·W₂ + b₂                     act ∈ {GELU, GELU (tanh), ReLU, SiLU}
+//! FFN(x) = (act(x·W_g + b_g) ⊙ (x·W₁ + b₁))·W₂ + b₂   gated (GLU variants: GeGLU, SwiGLU)
+//! FFN(x) = Norm(h)·W₂ + b₂                             with NormFormer's FFN norm (over d_ff)
 //! ```
+//!
+//! The gated form is Shazeer's (2020) GLU family: GeGLU with GELU (Gemma, tanh form),
+//! SwiGLU with SiLU (Llama, OLMo 2). In Hugging Face's names W_g is `gate_proj`, W₁
+//! `up_proj` and W₂ `down_proj`. Without biases (`bias = false`) every `b` is absent.
 //!
 //! The hidden norm is NormFormer's "FFN LN" (Shleifer et al. 2021, §2): a norm after the
 //! activation, over the `d_ff` hidden features, before W₂ (fairseq's `ffn_layernorm`).
 //!
 //! # Shapes
-//! - input: `[batch, seq, d_model]`; `W₁: [d_model, d_ff]`, `W₂: [d_ff, d_model]`; the
-//!   hidden activations and their norm: `[batch, seq, d_ff]`
+//! - input: `[batch, seq, d_model]`; `W₁`, `W_g: [d_model, d_ff]`, `W₂: [d_ff, d_model]`;
+//!   the hidden activations and their norm: `[batch, seq, d_ff]`
 //! - output: `[batch, seq, d_model]`
 
 use addnorm_kernels::NormBackend;
@@ -18,6 +23,7 @@ use addnorm_kernels::gelu::gelu;
 use burn::config::Config;
 use burn::module::{Initializer, Module};
 use burn::nn::{Dropout, DropoutConfig, Linear, Relu};
+use burn::tensor::activation::{gelu_approximate, silu};
 use burn::tensor::{Tensor, backend::Backend};
 use serde::{Deserialize, Serialize};
 
@@ -36,6 +42,25 @@ pub enum Activation {
     Gelu,
     /// ReLU, as the original Transformer and PyTorch's default `"relu"`.
     Relu,
+    /// GELU's tanh approximation `½x(1 + tanh(√(2/π)(x + 0.044715x³)))`, PyTorch's
+    /// `gelu(approximate="tanh")` and Hugging Face's `"gelu_pytorch_tanh"` (Gemma's
+    /// GeGLU), through Burn's ops with autodiff's exact gradient of this formula.
+    GeluTanh,
+    /// SiLU (swish) `x·σ(x)`, PyTorch's `"silu"` (SwiGLU in Llama and OLMo 2), through
+    /// Burn's ops.
+    Silu,
+}
+
+impl Activation {
+    /// The nonlinearity applied to `x`.
+    pub fn forward<B: NormBackend, const D: usize>(self, x: Tensor<B, D>) -> Tensor<B, D> {
+        match self {
+            Activation::Gelu => gelu(x),
+            Activation::Relu => Relu::new().forward(x),
+            Activation::GeluTanh => gelu_approximate(x),
+            Activation::Silu => silu(x),
+        }
+    }
 }
 
 /// Configuration of a [`FeedForward`].
@@ -58,6 +83,12 @@ pub struct FeedForwardConfig {
     /// the nonlinearity and before W₂. Default: None
     #[config(default = "None")]
     pub hidden_norm: Option<NormConfig>,
+    /// The gated (GLU) form: `act(x·W_g) ⊙ (x·W₁)` as the hidden activations. Default: false
+    #[config(default = false)]
+    pub gated: bool,
+    /// Biases on the projections. Default: true
+    #[config(default = true)]
+    pub bias: bool,
 }
 
 impl FeedForwardConfig {
@@ -73,9 +104,11 @@ impl FeedForwardConfig {
             self.d_ff
         );
         super::validate_dropout("FeedForwardConfig", self.dropout);
+        let p = |shape| projection(shape, &self.initializer, self.bias, device);
         FeedForward {
-            inner: projection(self.d_model, self.d_ff, &self.initializer, device),
-            outer: projection(self.d_ff, self.d_model, &self.initializer, device),
+            inner: p([self.d_model, self.d_ff]),
+            gate: self.gated.then(|| p([self.d_model, self.d_ff])),
+            outer: p([self.d_ff, self.d_model]),
             hidden_norm: self
                 .hidden_norm
                 .as_ref()
@@ -86,11 +119,13 @@ impl FeedForwardConfig {
     }
 }
 
-/// `FFN(x) = act(x·W₁ + b₁)·W₂ + b₂` (see the [module docs](self)).
+/// `FFN(x) = act(x·W₁ + b₁)·W₂ + b₂`, or its gated form (see the [module docs](self)).
 #[derive(Module, Debug)]
 pub struct FeedForward<B: Backend> {
-    /// The first projection, W₁: `[d_model, d_ff]`.
+    /// The first projection, W₁: `[d_model, d_ff]` (`up_proj` in the gated form).
     pub inner: Linear<B>,
+    /// The gate's projection W_g, `[d_model, d_ff]`, in the gated form (`gate_proj`).
+    pub gate: Option<Linear<B>>,
     /// The second projection, W₂: `[d_ff, d_model]`.
     pub outer: Linear<B>,
     /// NormFormer's norm over the `d_ff` hidden activations, when configured.
@@ -107,10 +142,12 @@ impl<B: NormBackend> FeedForward<B> {
     /// - input: `[batch, seq, d_model]`
     /// - output: `[batch, seq, d_model]`
     pub fn forward(&self, x: Tensor<B, 3>) -> Tensor<B, 3> {
-        let hidden = linear::forward(&self.inner, x);
-        let hidden = match self.activation {
-            Activation::Gelu => gelu(hidden),
-            Activation::Relu => Relu::new().forward(hidden),
+        let hidden = match &self.gate {
+            Some(gate) => {
+                let gate = self.activation.forward(linear::forward(gate, x.clone()));
+                gate * linear::forward(&self.inner, x)
+            }
+            None => self.activation.forward(linear::forward(&self.inner, x)),
         };
         let hidden = self.dropout.forward(hidden);
         let hidden = match &self.hidden_norm {

@@ -18,17 +18,18 @@ pub fn xavier_normal(gain: f64) -> Initializer {
     Initializer::XavierNormal { gain }
 }
 
-/// A `Linear` whose weight comes from `initializer` and whose bias starts at zero.
+/// A `Linear` whose weight comes from `initializer` and whose bias, if `bias`, starts at
+/// zero.
 pub(crate) fn projection<B: Backend>(
-    d_input: usize,
-    d_output: usize,
+    [d_input, d_output]: [usize; 2],
     initializer: &Initializer,
+    bias: bool,
     device: &B::Device,
 ) -> Linear<B> {
     let mut linear = LinearConfig::new(d_input, d_output)
         .with_initializer(initializer.clone())
         .init(device);
-    linear.bias = Some(Initializer::Zeros.init([d_output], device));
+    linear.bias = bias.then(|| Initializer::Zeros.init([d_output], device));
     linear
 }
 

@@ -1,6 +1,8 @@
 //! The transformer: [`MultiHeadSelfAttention`], [`FeedForward`], the residual
 //! [`AddNorm`] with every [`Placement`], adaLN-Zero's conditioning ([`AdaLnZero`]),
-//! [`TransformerBlock`] and the causal-LM [`TransformerStack`]. See [`Placement`] for the formulas of the residual placements.
+//! [`TransformerBlock`] and the causal-LM [`TransformerStack`], with grouped-query attention,
+//! rotary position embeddings ([`RotaryConfig`]) and gated feed-forward networks for the
+//! layers of today's open models. See [`Placement`] for the formulas of the residual placements.
 //!
 //! # Shapes
 //! Blocks map `[batch, seq, d_model]` to itself; the stack maps token ids `[batch, seq]`
@@ -14,6 +16,7 @@ mod linear;
 pub mod placement;
 pub mod qk_norm;
 pub mod residual_gate;
+pub mod rotary;
 pub mod stack;
 pub mod transformer_block;
 
@@ -25,6 +28,7 @@ pub use linear::xavier_normal;
 pub use placement::Placement;
 pub use qk_norm::QkNormScope;
 pub use residual_gate::ResidualGate;
+pub use rotary::RotaryConfig;
 pub use stack::{StackStats, TransformerStack, TransformerStackConfig};
 pub use transformer_block::{TransformerBlock, TransformerBlockConfig};
 

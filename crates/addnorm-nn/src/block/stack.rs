@@ -40,6 +40,7 @@ use super::feed_forward::Activation;
 use super::linear::{self, projection};
 use super::placement::Placement;
 use super::qk_norm::QkNormScope;
+use super::rotary::RotaryConfig;
 use super::transformer_block::{TransformerBlock, TransformerBlockConfig};
 use crate::norm::{Norm, NormConfig};
 
@@ -106,6 +107,12 @@ block_setters! {
     with_feed_forward_norm => feed_forward_norm: bool,
     with_head_scale => head_scale: bool,
     with_attention_logit_softcap => attention_logit_softcap: Option<f64>,
+    with_n_kv_heads => n_kv_heads: Option<usize>,
+    with_d_head => d_head: Option<usize>,
+    with_bias => bias: bool,
+    with_rotary => rotary: Option<RotaryConfig>,
+    with_attention_scale => attention_scale: Option<f64>,
+    with_gated_feed_forward => gated_feed_forward: bool,
 }
 
 impl TransformerStackConfig {
@@ -175,7 +182,12 @@ impl TransformerStackConfig {
                 .placement
                 .has_final_norm()
                 .then(|| block.norm.with_d_model(block.d_model).init(device)),
-            head: projection(block.d_model, self.vocab_size, &block.initializer, device),
+            head: projection(
+                [block.d_model, self.vocab_size],
+                &block.initializer,
+                true,
+                device,
+            ),
             final_logit_softcap: self.final_logit_softcap,
         }
     }

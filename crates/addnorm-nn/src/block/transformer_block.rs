@@ -16,6 +16,19 @@
 //! ResiDual        (x, x_d) ← (Norm(x + F(x)), x_d + F(x)) per sublayer (forward_dual)
 //! adaLN-Zero      x + α ⊙ F(Norm(x) ⊙ (1 + γ) + β), (β, γ, α) from c (forward_conditioned)
 //! Parallel        x + MHSA(Norm x) + FFN(Norm x)
+//! GQA, RoPE       fewer key/value heads than query heads; rotary position embeddings
+//! gated FFN       (act(x·W_g) ⊙ x·W₁)·W₂ (GeGLU, SwiGLU)
+//! ```
+//!
+//! Three presets build the decoder layers of Hugging Face's models, which
+//! `addnorm_nn::pytorch::HfDecoderLayer` loads by their checkpoint names:
+//!
+//! ```text
+//! llama    Pre (RMSNorm), SwiGLU, GQA, RoPE, no biases
+//! gemma2   Peri (sandwich) with RMSNorm x̂·(1 + γ), GeGLU (tanh GELU), GQA, RoPE,
+//!          attention logits soft-capped at 50, no biases
+//! olmo2    PostBranch x + Norm(F(x)) (RMSNorm), SwiGLU, GQA, RoPE (θ = 500 000),
+//!          full-width RMSNorm QK-norms, no biases
 //! ```
 //!
 //! # Shapes
@@ -35,7 +48,8 @@ use super::feed_forward::{Activation, FeedForward, FeedForwardConfig};
 use super::linear::xavier_normal;
 use super::placement::Placement;
 use super::qk_norm::QkNormScope;
-use crate::norm::NormConfig;
+use super::rotary::RotaryConfig;
+use crate::norm::{Affine, NormConfig, RmsNormConfig};
 
 /// Configuration of a [`TransformerBlock`].
 #[derive(Config, Debug)]
@@ -119,6 +133,27 @@ pub struct TransformerBlockConfig {
     /// a LayerNorm with `Affine::Off` and ε = 1e-6. Default: None
     #[config(default = "None")]
     pub conditioning: Option<usize>,
+    /// Grouped-query attention: the number of key/value heads, dividing `n_heads` (see
+    /// [`MultiHeadSelfAttention`]). Default: None (one per query head)
+    #[config(default = "None")]
+    pub n_kv_heads: Option<usize>,
+    /// The width of each attention head. Default: None (`d_model / n_heads`)
+    #[config(default = "None")]
+    pub d_head: Option<usize>,
+    /// Biases on the attention's and the feed-forward network's projections. Default: true
+    #[config(default = true)]
+    pub bias: bool,
+    /// Rotary position embeddings on the queries and keys. Default: None
+    #[config(default = "None")]
+    pub rotary: Option<RotaryConfig>,
+    /// The factor on the attention logits (Gemma 2: `1/√query_pre_attn_scalar`).
+    /// Default: None (`1/√d_head`)
+    #[config(default = "None")]
+    pub attention_scale: Option<f64>,
+    /// The gated feed-forward network (GLU: GeGLU with GELU, SwiGLU with SiLU; see
+    /// [`FeedForward`]). Default: false
+    #[config(default = false)]
+    pub gated_feed_forward: bool,
 }
 
 /// Multiplies a projection's weight by `scale` (DeepNorm's β).
@@ -138,10 +173,75 @@ impl TransformerBlockConfig {
             .with_head_scale(true)
     }
 
+    /// A Llama decoder layer (Touvron et al. 2023; Hugging Face's `LlamaDecoderLayer`): Pre
+    /// with RMSNorm (ε = 1e-5), SwiGLU, `n_kv_heads` key/value heads, RoPE (θ = 10 000;
+    /// Llama 3 uses 500 000: `with_rotary`), no biases.
+    pub fn llama(d_model: usize, n_heads: usize, n_kv_heads: usize, d_ff: usize) -> Self {
+        Self::new(d_model, n_heads, d_ff)
+            .with_placement(Placement::Pre)
+            .with_norm(NormConfig::Rms(
+                RmsNormConfig::new(vec![d_model]).with_epsilon(1e-5),
+            ))
+            .with_hugging_face_layout(n_kv_heads, Activation::Silu)
+    }
+
+    /// A Gemma 2 decoder layer (Gemma Team 2024, §2; Hugging Face's `Gemma2DecoderLayer`):
+    /// sandwich norms ([`Placement::Peri`]) of RMSNorm with unit-offset gains `x̂·(1 + γ)`
+    /// (ε = 1e-6), GeGLU with the tanh GELU, `n_kv_heads` key/value heads of `d_head`
+    /// features, RoPE (θ = 10 000), attention logits soft-capped at 50, no biases. Gemma 2
+    /// scales the logits by `1/√query_pre_attn_scalar`, which is `1/√d_head` (the default)
+    /// in the 2B and 9B models and `1/√(d_model/n_heads)` in the 27B: set it with
+    /// `with_attention_scale`. Its sliding-window layers equal this one on sequences no
+    /// longer than the window (4096).
+    pub fn gemma2(
+        d_model: usize,
+        n_heads: usize,
+        n_kv_heads: usize,
+        d_head: usize,
+        d_ff: usize,
+    ) -> Self {
+        Self::new(d_model, n_heads, d_ff)
+            .with_placement(Placement::Peri)
+            .with_norm(NormConfig::Rms(
+                RmsNormConfig::new(vec![d_model]).with_affine(Affine::UnitOffset),
+            ))
+            .with_hugging_face_layout(n_kv_heads, Activation::GeluTanh)
+            .with_d_head(Some(d_head))
+            .with_attention_logit_softcap(Some(50.0))
+    }
+
+    /// An OLMo 2 decoder layer (Team OLMo 2024, §3; Hugging Face's `Olmo2DecoderLayer`):
+    /// the norms on the sublayers' outputs ([`Placement::PostBranch`]), RMSNorm (ε = 1e-6),
+    /// separate full-width RMSNorm QK-norms ([`QkNormScope::FullWidth`]), SwiGLU,
+    /// `n_kv_heads` key/value heads, RoPE (θ = 500 000), no biases.
+    pub fn olmo2(d_model: usize, n_heads: usize, n_kv_heads: usize, d_ff: usize) -> Self {
+        let rms = NormConfig::Rms(RmsNormConfig::new(vec![d_model]));
+        Self::new(d_model, n_heads, d_ff)
+            .with_placement(Placement::PostBranch)
+            .with_norm(rms.clone())
+            .with_qk_norm(Some(rms))
+            .with_separate_qk_norms(true)
+            .with_qk_norm_scope(QkNormScope::FullWidth)
+            .with_hugging_face_layout(n_kv_heads, Activation::Silu)
+            .with_rotary(Some(RotaryConfig::new().with_theta(500_000.0)))
+    }
+
+    /// What the three Hugging Face presets share: grouped-query attention, RoPE (θ =
+    /// 10 000), a gated feed-forward network with `activation`, no biases.
+    fn with_hugging_face_layout(self, n_kv_heads: usize, activation: Activation) -> Self {
+        self.with_n_kv_heads(Some(n_kv_heads))
+            .with_rotary(Some(RotaryConfig::new()))
+            .with_gated_feed_forward(true)
+            .with_activation(activation)
+            .with_bias(false)
+    }
+
     /// Builds the block on `device`.
     ///
     /// # Panics
-    /// If `d_model` is not a positive multiple of `n_heads`, `d_ff` or `n_layers` is zero,
+    /// If `d_model` is not a positive multiple of `n_heads` (with `d_head` unset), the
+    /// attention's options are invalid (see [`MultiHeadSelfAttentionConfig::init`]), `d_ff`
+    /// or `n_layers` is zero,
     /// `dropout` is outside [0, 1), `conditioning` is set on a placement other than Pre, or
     /// `residual_gate` is set on a Parallel or conditioned block.
     pub fn init<B: Backend>(&self, device: &B::Device) -> TransformerBlock<B> {
@@ -174,12 +274,19 @@ impl TransformerBlockConfig {
             .with_initializer(self.initializer.clone())
             .with_head_scale(self.head_scale)
             .with_logit_softcap(self.attention_logit_softcap)
+            .with_n_kv_heads(self.n_kv_heads)
+            .with_d_head(self.d_head)
+            .with_bias(self.bias)
+            .with_rotary(self.rotary.clone())
+            .with_scale(self.attention_scale)
             .init(device);
         let mut feed_forward = FeedForwardConfig::new(self.d_model, self.d_ff)
             .with_activation(self.activation)
             .with_dropout(self.dropout)
             .with_initializer(self.initializer.clone())
             .with_hidden_norm(self.feed_forward_norm.then(|| self.norm.clone()))
+            .with_gated(self.gated_feed_forward)
+            .with_bias(self.bias)
             .init(device);
         let beta = self.placement.init_scale(self.n_layers);
         scale_weight(&mut attention.value, beta);

@@ -15,6 +15,11 @@
 //! | [`MultiHeadSelfAttention`](crate::MultiHeadSelfAttention) | `in_proj_weight` `[3d, d]`, `in_proj_bias`, `out_proj.{weight,bias}` | `nn.MultiheadAttention` |
 //! | [`TransformerBlock`](crate::TransformerBlock) (`Post`, `Pre`, `PostBranch`, `Parallel`) | `self_attn.…`, `linear1.…`, `linear2.…`, `norm1.…`, `norm2.…`; with LayerScale `ls1.gamma`, `ls2.gamma` (timm's names); with residual gating `gate1.…`, `gate2.…` (GRU cells) | `nn.TransformerEncoderLayer(norm_first=False / True)` |
 //!
+//! A decoder layer of a Hugging Face checkpoint (Llama, Gemma 2, OLMo 2: `model.layers.N.…`,
+//! `q_proj`, `gate_proj`, `input_layernorm`, …) loads through [`HfDecoderLayer::load`] into
+//! the block that `TransformerBlockConfig::llama`, `gemma2` or `olmo2` builds; the names are
+//! tabled on [`HfDecoderLayer`].
+//!
 //! Every tensor's shape is checked against the module's parameter, and a missing key or a
 //! wrong shape is an error that names the key: nothing is loaded half-way silently. The
 //! configuration (widths, ε, activation, placement) is the caller's to match, as with
@@ -42,9 +47,11 @@
 //! W^Q, W^K, W^V), norm parameters `[normalized elements]` (`[1]` for `Affine::Scalar`).
 
 mod error;
+mod hugging_face;
 mod load;
 mod state_dict;
 
 pub use error::PytorchLoadError;
+pub use hugging_face::HfDecoderLayer;
 pub use load::LoadPytorch;
 pub use state_dict::StateDict;
