@@ -56,7 +56,7 @@ fn recipes() -> Vec<(&'static str, TransformerStackConfig)> {
             layer(TransformerBlockConfig::llama(32, 2, 1, 128)),
         ),
         (
-            "Gemma 2: sandwich RMSNorm (1+γ), GeGLU, caps 50/30",
+            "Gemma 2: sandwich (1+γ), GeGLU, caps 50/30",
             layer(TransformerBlockConfig::gemma2(32, 2, 1, 16, 128))
                 .with_final_logit_softcap(Some(30.0)),
         ),

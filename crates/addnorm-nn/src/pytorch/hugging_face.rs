@@ -10,7 +10,6 @@
 //! [d_ff, d_model]`, `down_proj [d_model, d_ff]`; norms `[d_model]` (OLMo 2's QK-norms
 //! `[h·d_head]` and `[g·d_head]`).
 
-use burn::nn::Linear;
 use burn::tensor::backend::Backend;
 
 use super::{LoadPytorch, PytorchLoadError, StateDict};
@@ -152,6 +151,29 @@ impl HfDecoderLayer {
     }
 }
 
+/// `module` read from the keys under `{prefix}{name}.`.
+fn child<M: LoadPytorch>(
+    module: M,
+    state: &StateDict,
+    prefix: &str,
+    name: &str,
+) -> Result<M, PytorchLoadError> {
+    module.load_pytorch(state, &format!("{prefix}{name}."))
+}
+
+/// `child` for a module the block may lack (and a name the layout may lack).
+fn optional_child<M: LoadPytorch>(
+    module: Option<M>,
+    state: &StateDict,
+    prefix: &str,
+    name: Option<&str>,
+) -> Result<Option<M>, PytorchLoadError> {
+    match (module, name) {
+        (Some(module), Some(name)) => child(module, state, prefix, name).map(Some),
+        (module, _) => Ok(module),
+    }
+}
+
 /// The connection's input and output norms from `names`, where the layout has them.
 fn load_norms<B: Backend>(
     mut residual: AddNorm<B>,
@@ -159,14 +181,8 @@ fn load_norms<B: Backend>(
     state: &StateDict,
     prefix: &str,
 ) -> Result<AddNorm<B>, PytorchLoadError> {
-    let load = |norm: Option<Norm<B>>, name: Option<&str>| match (norm, name) {
-        (Some(norm), Some(name)) => norm
-            .load_pytorch(state, &format!("{prefix}{name}."))
-            .map(Some),
-        (norm, _) => Ok(norm),
-    };
-    residual.input_norm = load(residual.input_norm.take(), input)?;
-    residual.output_norm = load(residual.output_norm.take(), output)?;
+    residual.input_norm = optional_child(residual.input_norm.take(), state, prefix, input)?;
+    residual.output_norm = optional_child(residual.output_norm.take(), state, prefix, output)?;
     Ok(residual)
 }
 
@@ -176,16 +192,11 @@ fn load_attention<B: Backend>(
     state: &StateDict,
     prefix: &str,
 ) -> Result<MultiHeadSelfAttention<B>, PytorchLoadError> {
-    let linear =
-        |linear: Linear<B>, name: &str| linear.load_pytorch(state, &format!("{prefix}{name}."));
-    attention.query = linear(attention.query, "q_proj")?;
-    attention.key = linear(attention.key, "k_proj")?;
-    attention.value = linear(attention.value, "v_proj")?;
-    attention.output = linear(attention.output, "o_proj")?;
-    let norm = |norm: Option<Norm<B>>, name: &str| {
-        norm.map(|n| n.load_pytorch(state, &format!("{prefix}{name}.")))
-            .transpose()
-    };
+    attention.query = child(attention.query, state, prefix, "q_proj")?;
+    attention.key = child(attention.key, state, prefix, "k_proj")?;
+    attention.value = child(attention.value, state, prefix, "v_proj")?;
+    attention.output = child(attention.output, state, prefix, "o_proj")?;
+    let norm = |norm: Option<Norm<B>>, name| optional_child(norm, state, prefix, Some(name));
     attention.qk_norm = norm(attention.qk_norm.take(), "q_norm")?;
     attention.key_norm = norm(attention.key_norm.take(), "k_norm")?;
     Ok(attention)
@@ -197,14 +208,8 @@ fn load_mlp<B: Backend>(
     state: &StateDict,
     prefix: &str,
 ) -> Result<FeedForward<B>, PytorchLoadError> {
-    let linear =
-        |linear: Linear<B>, name: &str| linear.load_pytorch(state, &format!("{prefix}{name}."));
-    feed_forward.gate = feed_forward
-        .gate
-        .take()
-        .map(|gate| linear(gate, "gate_proj"))
-        .transpose()?;
-    feed_forward.inner = linear(feed_forward.inner, "up_proj")?;
-    feed_forward.outer = linear(feed_forward.outer, "down_proj")?;
+    feed_forward.gate = optional_child(feed_forward.gate.take(), state, prefix, Some("gate_proj"))?;
+    feed_forward.inner = child(feed_forward.inner, state, prefix, "up_proj")?;
+    feed_forward.outer = child(feed_forward.outer, state, prefix, "down_proj")?;
     Ok(feed_forward)
 }
