@@ -3,7 +3,8 @@
 //! `Gemma2DecoderLayer` and `Olmo2DecoderLayer` (random weights, grouped-query attention,
 //! RoPE, gated feed-forward networks; Gemma 2 with heads wider than `d_model / n_heads`, its
 //! logit scale and soft cap) match their float64 outputs, input gradients and every
-//! parameter's gradient (`tests/fixtures/make_hf_layer_fixtures.py`).
+//! parameter's gradient (`tests/fixtures/make_hf_layer_fixtures.py`); the same weights read
+//! from safetensors files, in float32 and bfloat16, are the checkpoint's.
 
 use std::collections::HashMap;
 
@@ -248,5 +249,55 @@ fn presets_build_the_models_structures() {
     assert!(
         uneven.contains("n_kv_heads (3) must divide n_heads (8)"),
         "{uneven}"
+    );
+}
+
+/// `v` rounded to the nearest bfloat16 (ties to even), as `torch.Tensor.to(torch.bfloat16)`.
+fn to_bf16(v: f32) -> f32 {
+    let bits = v.to_bits();
+    f32::from_bits((bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF_0000)
+}
+
+/// Every parameter of a loaded layer, by PyTorch name, in PyTorch's layout.
+fn parameters(
+    block: &TransformerBlock<burn::backend::NdArray>,
+    layout: HfDecoderLayer,
+    names: &[&String],
+) -> Vec<Vec<f64>> {
+    let value = |name: &str| match projection(block, name) {
+        Some(linear) => values(linear.weight.val().transpose()),
+        None => values(parameter(block, layout, name).val()),
+    };
+    names.iter().map(|name| value(name)).collect()
+}
+
+#[test]
+fn safetensors_files_load_as_the_checkpoint_does() {
+    let cases = cases();
+    let gemma2 = cases.iter().find(|c| c.name == "gemma2").unwrap();
+    let device = Default::default();
+    let names: Vec<&String> = gemma2.grads.keys().collect();
+    let read = |state: StateDict| {
+        let block = config(gemma2).init::<burn::backend::NdArray>(&device);
+        let block = HfDecoderLayer::Gemma2
+            .load(block, &state, &gemma2.prefix)
+            .unwrap();
+        parameters(&block, HfDecoderLayer::Gemma2, &names)
+    };
+    let safetensors = |file: &str| StateDict::from_safetensors(pytorch_checkpoint(file)).unwrap();
+    let checkpoint = read(state(gemma2));
+    assert_eq!(read(safetensors("gemma2_layer.safetensors")), checkpoint);
+    // bfloat16, the models' own dtype: each weight is the checkpoint's rounded to bf16.
+    let rounded: Vec<Vec<f64>> = checkpoint
+        .iter()
+        .map(|p| p.iter().map(|&v| f64::from(to_bf16(v as f32))).collect())
+        .collect();
+    assert_ne!(rounded, checkpoint, "bf16 rounds these weights");
+    assert_eq!(read(safetensors("gemma2_layer.bf16.safetensors")), rounded);
+    let missing = StateDict::from_safetensors(pytorch_checkpoint("absent.safetensors"));
+    let message = missing.expect_err("no such file").to_string();
+    assert!(
+        message.contains("absent.safetensors: not a readable safetensors file"),
+        "{message}"
     );
 }

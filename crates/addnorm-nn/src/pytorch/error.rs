@@ -1,6 +1,6 @@
-//! [`PytorchLoadError`]: why a PyTorch file could not be loaded into a module.
+//! [`PytorchLoadError`]: why a PyTorch or safetensors file could not be loaded into a module.
 
-/// Why a PyTorch `state_dict` could not be read or loaded.
+/// Why a PyTorch `state_dict` (or a safetensors file) could not be read or loaded.
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum PytorchLoadError {
@@ -10,6 +10,13 @@ pub enum PytorchLoadError {
         path: std::path::PathBuf,
         /// What burn-store's reader said.
         source: burn_store::pytorch::PytorchError,
+    },
+    /// The file could not be read as a safetensors file.
+    ReadSafetensors {
+        /// The file.
+        path: std::path::PathBuf,
+        /// What burn-store's reader said.
+        source: burn_store::SafetensorsStoreError,
     },
     /// A parameter's key is not in the file.
     Missing {
@@ -46,6 +53,13 @@ impl core::fmt::Display for PytorchLoadError {
                     path.display()
                 )
             }
+            Self::ReadSafetensors { path, source } => {
+                write!(
+                    f,
+                    "{}: not a readable safetensors file: {source}",
+                    path.display()
+                )
+            }
             Self::Missing { key } => write!(f, "key {key:?} is not in the state dict"),
             Self::Shape {
                 key,
@@ -65,6 +79,7 @@ impl std::error::Error for PytorchLoadError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             Self::Read { source, .. } => Some(source),
+            Self::ReadSafetensors { source, .. } => Some(source),
             _ => None,
         }
     }

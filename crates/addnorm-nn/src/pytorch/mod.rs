@@ -15,6 +15,10 @@
 //! | [`MultiHeadSelfAttention`](crate::MultiHeadSelfAttention) | `in_proj_weight` `[3d, d]`, `in_proj_bias`, `out_proj.{weight,bias}` | `nn.MultiheadAttention` |
 //! | [`TransformerBlock`](crate::TransformerBlock) (`Post`, `Pre`, `PostBranch`, `Parallel`) | `self_attn.…`, `linear1.…`, `linear2.…`, `norm1.…`, `norm2.…`; with LayerScale `ls1.gamma`, `ls2.gamma` (timm's names); with residual gating `gate1.…`, `gate2.…` (GRU cells) | `nn.TransformerEncoderLayer(norm_first=False / True)` |
 //!
+//! Safetensors files, the format Hugging Face ships (`model.safetensors`, in bf16 for most
+//! models), read through [`StateDict::from_safetensors`]; each tensor is converted to the
+//! backend's float type when a module takes it.
+//!
 //! A decoder layer of a Hugging Face checkpoint (Llama, Gemma 2, OLMo 2: `model.layers.N.…`,
 //! `q_proj`, `gate_proj`, `input_layernorm`, …) loads through [`HfDecoderLayer::load`] into
 //! the block that `TransformerBlockConfig::llama`, `gemma2` or `olmo2` builds; the names are

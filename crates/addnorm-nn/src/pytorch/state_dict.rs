@@ -1,16 +1,18 @@
-//! [`StateDict`]: the tensors of a PyTorch checkpoint, by key.
+//! [`StateDict`]: the tensors of a PyTorch checkpoint or a safetensors file, by key.
 
 use std::collections::HashMap;
 use std::path::Path;
 
 use burn::tensor::{Tensor, backend::Backend};
-use burn_store::TensorSnapshot;
 use burn_store::pytorch::PytorchReader;
+use burn_store::{ModuleStore, SafetensorsStore, TensorSnapshot};
 
 use super::PytorchLoadError;
 
-/// The tensors of a PyTorch checkpoint (`torch.save(model.state_dict(), path)`), read with
-/// burn-store's PyTorch reader and looked up by their dotted keys.
+/// The tensors of a PyTorch checkpoint (`torch.save(model.state_dict(), path)`) or of a
+/// safetensors file (Hugging Face's format), read with burn-store's readers and looked up by
+/// their dotted keys. Each tensor keeps the file's element type (f32, f16, bf16, …) until
+/// [`tensor`](Self::tensor) converts it to the backend's.
 pub struct StateDict {
     tensors: HashMap<String, TensorSnapshot>,
 }
@@ -34,6 +36,28 @@ impl StateDict {
             path.as_ref(),
             PytorchReader::with_top_level_key(path.as_ref(), key),
         )
+    }
+
+    /// Reads a safetensors file (`model.safetensors`, or one shard
+    /// `model-0000k-of-0000n.safetensors` of a larger model: its `model.safetensors.index.json`
+    /// names the shard of each key).
+    ///
+    /// # Errors
+    /// [`PytorchLoadError::ReadSafetensors`] if the file is missing or not a safetensors
+    /// file.
+    pub fn from_safetensors(path: impl AsRef<Path>) -> Result<Self, PytorchLoadError> {
+        let path = path.as_ref();
+        let mut store = SafetensorsStore::from_file(path);
+        let tensors =
+            store
+                .get_all_snapshots()
+                .map_err(|source| PytorchLoadError::ReadSafetensors {
+                    path: path.to_path_buf(),
+                    source,
+                })?;
+        Ok(Self {
+            tensors: tensors.clone().into_iter().collect(),
+        })
     }
 
     fn read(
