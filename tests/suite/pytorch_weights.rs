@@ -231,6 +231,29 @@ fn missing_keys_wrong_shapes_wrong_placements_and_bad_files_are_named_errors() {
         "{err}"
     );
 
+    // Options nn.TransformerEncoderLayer's names cannot fill are refused, not half-loaded:
+    // grouped-query attention's narrower W^K, W^V, and a gated feed-forward network's W_g.
+    let refused = |config: TransformerBlockConfig| {
+        message(
+            config
+                .init::<B>(&device)
+                .load_pytorch(&state, "")
+                .unwrap_err(),
+        )
+    };
+    let post = || block_config(&o, Placement::Post, Activation::Relu);
+    let err = refused(post().with_n_kv_heads(Some(1)));
+    assert!(
+        err.contains("self_attn.: nn.MultiheadAttention's in_proj_weight holds three [8, 8] maps")
+            && err.contains("[8, 4]"),
+        "{err}"
+    );
+    let err = refused(post().with_gated_feed_forward(true));
+    assert!(
+        err.contains("is not gated") && err.contains("HfDecoderLayer"),
+        "{err}"
+    );
+
     let err = message(StateDict::from_file(pytorch_checkpoint("outputs.json")).unwrap_err());
     assert!(
         err.contains("outputs.json") && err.contains("not a readable PyTorch file"),

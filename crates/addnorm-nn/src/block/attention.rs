@@ -57,7 +57,7 @@ use addnorm_kernels::attention::{AttentionSpec, attention, attention_with_max_lo
 
 use super::linear::{self, projection, xavier_normal, zero_weight};
 use super::qk_norm::{QkNormScope, normalize};
-use super::rotary::{RotaryConfig, rotate};
+use super::rotary::RotaryConfig;
 use crate::norm::{Norm, NormConfig};
 
 /// Configuration of a [`MultiHeadSelfAttention`].
@@ -151,7 +151,10 @@ impl MultiHeadSelfAttentionConfig {
             value: p([self.d_model, kv_width]),
             output: p([q_width, self.d_model]),
             qk_norm: norm(q_width, heads.query),
-            key_norm: norm(kv_width, heads.key_value).filter(|_| self.separate_qk_norms),
+            key_norm: self
+                .separate_qk_norms
+                .then(|| norm(kv_width, heads.key_value))
+                .flatten(),
             head_scale: self
                 .head_scale
                 .then(|| Initializer::Ones.init([self.n_heads], device)),
@@ -319,8 +322,9 @@ impl<B: NormBackend> MultiHeadSelfAttention<B> {
             k = normalize(self.key_norm.as_ref().unwrap_or(norm), k, kv_heads, scope);
         }
         if let Some(rotary) = &self.rotary {
-            q = rotate(q, heads, rotary);
-            k = rotate(k, kv_heads, rotary);
+            let rotation = rotary.rotation::<B>(q.dims()[1], d_head, &q.device());
+            q = rotation.apply(q, heads);
+            k = rotation.apply(k, kv_heads);
         }
         let group = heads / kv_heads;
         let (k, v) = (repeat_kv(k, kv_heads, group), repeat_kv(v, kv_heads, group));

@@ -1,6 +1,6 @@
 //! Rotary position embeddings (RoPE; Su et al. 2021, RoFormer), in the half-split layout of
 //! GPT-NeoX and of Hugging Face's Llama, Gemma and OLMo models: [`RotaryConfig`], and
-//! `rotate`, which the attention applies to its queries and keys.
+//! `Rotation`, its angle tables, which the attention applies to its queries and keys.
 //!
 //! For the token at position t and one head's features split into halves
 //! `x = (x₁, x₂)`, each `d_head / 2` wide:
@@ -48,49 +48,53 @@ impl RotaryConfig {
         );
     }
 
-    /// `cos(t·ω_i)` and `sin(t·ω_i)`, each `[seq, d_head / 2]`, on `device`.
-    fn tables<B: Backend>(
+    /// The angle tables for sequences of `seq` tokens and heads of `d_head` features, on
+    /// `device`: built once per attention call and applied to both the queries and the keys.
+    pub(crate) fn rotation<B: Backend>(
         &self,
         seq: usize,
         d_head: usize,
         device: &B::Device,
-    ) -> [Tensor<B, 2>; 2] {
+    ) -> Rotation<B> {
         let half = d_head / 2;
-        let angles: Vec<f64> = (0..seq)
-            .flat_map(|t| {
-                (0..half).map(move |i| {
-                    let omega = self.theta.powf(-2.0 * i as f64 / d_head as f64);
-                    t as f64 * omega
-                })
-            })
+        let omegas: Vec<f64> = (0..half)
+            .map(|i| self.theta.powf(-2.0 * i as f64 / d_head as f64))
             .collect();
         let table = |f: fn(f64) -> f64| {
-            let values: Vec<f64> = angles.iter().map(|&a| f(a)).collect();
-            let data = TensorData::new(values, [seq, half]).convert::<B::FloatElem>();
+            let values: Vec<f64> = (0..seq)
+                .flat_map(|t| omegas.iter().map(move |&omega| f(t as f64 * omega)))
+                .collect();
+            let data = TensorData::new(values, [1, seq, 1, half]).convert::<B::FloatElem>();
             Tensor::from_data(data, device)
         };
-        [table(f64::cos), table(f64::sin)]
+        Rotation {
+            cos: table(f64::cos),
+            sin: table(f64::sin),
+        }
     }
 }
 
-/// `x` with each head's features rotated by their position (see the [module docs](self)).
-pub(crate) fn rotate<B: Backend>(
-    x: Tensor<B, 3>,
-    heads: usize,
-    config: &RotaryConfig,
-) -> Tensor<B, 3> {
-    let [batch, seq, width] = x.dims();
-    let d_head = width / heads;
-    let half = d_head / 2;
-    let [cos, sin] = config
-        .tables::<B>(seq, d_head, &x.device())
-        .map(|table| table.reshape([1, seq, 1, half]));
-    let x = x.reshape([batch, seq, heads, d_head]);
-    let x1 = x.clone().slice([0..batch, 0..seq, 0..heads, 0..half]);
-    let x2 = x.slice([0..batch, 0..seq, 0..heads, half..d_head]);
-    let first = x1.clone() * cos.clone() - x2.clone() * sin.clone();
-    let second = x2 * cos + x1 * sin;
-    Tensor::cat(vec![first, second], 3).reshape([batch, seq, width])
+/// `cos(t·ω_i)` and `sin(t·ω_i)` for one sequence length and head width, each
+/// `[1, seq, 1, d_head / 2]` (see the [module docs](self)).
+pub(crate) struct Rotation<B: Backend> {
+    cos: Tensor<B, 4>,
+    sin: Tensor<B, 4>,
+}
+
+impl<B: Backend> Rotation<B> {
+    /// `x` with each of its `heads` heads' features rotated by their position.
+    pub(crate) fn apply(&self, x: Tensor<B, 3>, heads: usize) -> Tensor<B, 3> {
+        let [batch, seq, width] = x.dims();
+        let d_head = width / heads;
+        let half = d_head / 2;
+        let x = x.reshape([batch, seq, heads, d_head]);
+        let x1 = x.clone().slice([0..batch, 0..seq, 0..heads, 0..half]);
+        let x2 = x.slice([0..batch, 0..seq, 0..heads, half..d_head]);
+        let (cos, sin) = (self.cos.clone(), self.sin.clone());
+        let first = x1.clone() * cos.clone() - x2.clone() * sin.clone();
+        let second = x2 * cos + x1 * sin;
+        Tensor::cat(vec![first, second], 3).reshape([batch, seq, width])
+    }
 }
 
 #[cfg(test)]
@@ -110,7 +114,9 @@ mod tests {
             ]],
             &device,
         );
-        let y = rotate(x.clone(), 2, &RotaryConfig::new());
+        let y = RotaryConfig::new()
+            .rotation::<B>(2, 4, &device)
+            .apply(x.clone(), 2);
         let (x, y) = (
             x.into_data().to_vec::<f32>().unwrap(),
             y.into_data().to_vec::<f32>().unwrap(),

@@ -241,9 +241,9 @@ impl TransformerBlockConfig {
     /// # Panics
     /// If `d_model` is not a positive multiple of `n_heads` (with `d_head` unset), the
     /// attention's options are invalid (see [`MultiHeadSelfAttentionConfig::init`]), `d_ff`
-    /// or `n_layers` is zero,
-    /// `dropout` is outside [0, 1), `conditioning` is set on a placement other than Pre, or
-    /// `residual_gate` is set on a Parallel or conditioned block.
+    /// or `n_layers` is zero, `dropout` is outside [0, 1), `conditioning` is set on a
+    /// placement other than Pre, or `residual_gate` is set on a Parallel or conditioned
+    /// block.
     pub fn init<B: Backend>(&self, device: &B::Device) -> TransformerBlock<B> {
         assert!(
             self.n_layers > 0,

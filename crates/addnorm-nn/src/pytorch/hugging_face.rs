@@ -12,7 +12,8 @@
 
 use burn::tensor::backend::Backend;
 
-use super::{LoadPytorch, PytorchLoadError, StateDict};
+use super::load::{child, optional_child};
+use super::{PytorchLoadError, StateDict};
 use crate::block::{AddNorm, FeedForward, MultiHeadSelfAttention, Placement, TransformerBlock};
 use crate::norm::Norm;
 
@@ -148,29 +149,6 @@ impl HfDecoderLayer {
             return unsupported("has separate q_norm and k_norm (separate_qk_norms)");
         }
         Ok(())
-    }
-}
-
-/// `module` read from the keys under `{prefix}{name}.`.
-fn child<M: LoadPytorch>(
-    module: M,
-    state: &StateDict,
-    prefix: &str,
-    name: &str,
-) -> Result<M, PytorchLoadError> {
-    module.load_pytorch(state, &format!("{prefix}{name}."))
-}
-
-/// `child` for a module the block may lack (and a name the layout may lack).
-fn optional_child<M: LoadPytorch>(
-    module: Option<M>,
-    state: &StateDict,
-    prefix: &str,
-    name: Option<&str>,
-) -> Result<Option<M>, PytorchLoadError> {
-    match (module, name) {
-        (Some(module), Some(name)) => child(module, state, prefix, name).map(Some),
-        (module, _) => Ok(module),
     }
 }
 

@@ -66,6 +66,29 @@ fn load_affine<B: Backend>(
     Ok((gamma, beta))
 }
 
+/// `module` read from the keys under `{prefix}{name}.`.
+pub(super) fn child<M: LoadPytorch>(
+    module: M,
+    state: &StateDict,
+    prefix: &str,
+    name: &str,
+) -> Result<M, PytorchLoadError> {
+    module.load_pytorch(state, &format!("{prefix}{name}."))
+}
+
+/// [`child`] for a module the block may lack, under a name the layout may lack.
+pub(super) fn optional_child<M: LoadPytorch>(
+    module: Option<M>,
+    state: &StateDict,
+    prefix: &str,
+    name: Option<&str>,
+) -> Result<Option<M>, PytorchLoadError> {
+    match (module, name) {
+        (Some(module), Some(name)) => child(module, state, prefix, name).map(Some),
+        (module, _) => Ok(module),
+    }
+}
+
 /// `LoadPytorch` for norms whose parameters are γ and β alone: PyTorch's `weight` and
 /// `bias` (`nn.LayerNorm`, `nn.RMSNorm`, `nn.GroupNorm`, `nn.InstanceNorm*d(affine=True)`;
 /// Gemma's unit-offset γ is stored as `weight` too).
@@ -166,6 +189,14 @@ fn split_in_projection<B: Backend>(
     prefix: &str,
 ) -> Result<[Linear<B>; 3], PytorchLoadError> {
     let d = linears[0].weight.shape()[0];
+    if let Some(linear) = linears.iter().find(|l| l.weight.dims() != [d, d]) {
+        return Err(PytorchLoadError::Unsupported(format!(
+            "{prefix}: nn.MultiheadAttention's in_proj_weight holds three [{d}, {d}] maps; this \
+             attention has a {:?} one (grouped-query attention, or d_head other than \
+             d_model / n_heads)",
+            linear.weight.dims()
+        )));
+    }
     let device = linears[0].weight.device();
     let weight = state.tensor::<B, 2>(&format!("{prefix}in_proj_weight"), [3 * d, d], &device)?;
     let has_bias = linears.iter().all(|l| l.bias.is_some());
@@ -204,9 +235,7 @@ impl<B: Backend> LoadPytorch for MultiHeadSelfAttention<B> {
             state,
             prefix,
         )?;
-        attention.output = attention
-            .output
-            .load_pytorch(state, &format!("{prefix}out_proj."))?;
+        attention.output = child(attention.output, state, prefix, "out_proj")?;
         // NormFormer's per-head gains, `[heads]`, before W^O.
         attention.head_scale = attention
             .head_scale
@@ -253,10 +282,15 @@ impl<B: Backend> LoadPytorch for TransformerBlock<B> {
     /// gate's `nn.GRUCell` under `gate1` (attention) and `gate2` (feed-forward).
     fn load_pytorch(self, state: &StateDict, prefix: &str) -> Result<Self, PytorchLoadError> {
         let mut block = self;
+        if block.feed_forward.gate.is_some() {
+            return Err(PytorchLoadError::Unsupported(format!(
+                "{prefix}: nn.TransformerEncoderLayer's feed-forward network is not gated; a \
+                 gated block loads from Hugging Face's names (HfDecoderLayer)"
+            )));
+        }
         let key = |name: &str| format!("{prefix}{name}.");
-        let load = |norm: Option<Norm<B>>, name: &str| {
-            norm.map(|n| n.load_pytorch(state, &key(name))).transpose()
-        };
+        let load =
+            |norm: Option<Norm<B>>, name: &str| optional_child(norm, state, prefix, Some(name));
         if block.attention_residual.placement() == Placement::Pre {
             // NormFormer's post-attention norm, on a Pre connection's output.
             let residual = &mut block.attention_residual;
@@ -267,13 +301,11 @@ impl<B: Backend> LoadPytorch for TransformerBlock<B> {
         block.attention_residual = load_residual(block.attention_residual, state, &key("norm1"))?;
         block.feed_forward_residual =
             load_residual(block.feed_forward_residual, state, &key("norm2"))?;
-        block.attention = block.attention.load_pytorch(state, &key("self_attn"))?;
+        block.attention = child(block.attention, state, prefix, "self_attn")?;
         block.feed_forward = load_feed_forward(block.feed_forward, state, prefix)?;
         if let Some(mut ada_ln) = block.ada_ln.take() {
             // DiT's name: adaLN_modulation = Sequential(SiLU, Linear).
-            ada_ln.modulation = ada_ln
-                .modulation
-                .load_pytorch(state, &key("adaLN_modulation.1"))?;
+            ada_ln.modulation = child(ada_ln.modulation, state, prefix, "adaLN_modulation.1")?;
             block.ada_ln = Some(ada_ln);
         }
         // The residual gates (GRU cells) under gate1 and gate2, when the block has them.
@@ -281,9 +313,8 @@ impl<B: Backend> LoadPytorch for TransformerBlock<B> {
             (&mut block.attention_residual, "gate1"),
             (&mut block.feed_forward_residual, "gate2"),
         ] {
-            if let Some(gate) = residual.residual_gate.take() {
-                residual.residual_gate = Some(gate.load_pytorch(state, &key(name))?);
-            }
+            residual.residual_gate =
+                optional_child(residual.residual_gate.take(), state, prefix, Some(name))?;
         }
         // LayerScale's λ under timm's names, when the block has it.
         for (residual, name) in [
@@ -306,11 +337,7 @@ fn load_feed_forward<B: Backend>(
     state: &StateDict,
     prefix: &str,
 ) -> Result<FeedForward<B>, PytorchLoadError> {
-    feed_forward.inner = feed_forward
-        .inner
-        .load_pytorch(state, &format!("{prefix}linear1."))?;
-    feed_forward.outer = feed_forward
-        .outer
-        .load_pytorch(state, &format!("{prefix}linear2."))?;
+    feed_forward.inner = child(feed_forward.inner, state, prefix, "linear1")?;
+    feed_forward.outer = child(feed_forward.outer, state, prefix, "linear2")?;
     Ok(feed_forward)
 }
