@@ -40,9 +40,12 @@
 //! ```
 
 pub mod block;
+pub mod config_error;
 pub mod norm;
 #[cfg(feature = "pytorch")]
 pub mod pytorch;
+
+pub use config_error::ConfigError;
 
 pub use addnorm_kernels::{Centering, EpsilonPlacement, NormBackend, RowNormSpec, Variance};
 pub use block::{

@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use addnorm::backend::Kind;
-use addnorm::nn::{Activation, Placement, TransformerStackConfig};
+use addnorm::nn::{Activation, ConfigError, Placement, TransformerStackConfig};
 use clap::Args;
 
 use super::parse::{
@@ -106,19 +106,6 @@ pub struct RecipeArgs {
 }
 
 impl RecipeArgs {
-    /// Refuses options that `placement` cannot take: residual gating has no single
-    /// residual sum to replace in a parallel block.
-    pub(crate) fn check(&self, placement: Placement) -> Result<(), String> {
-        if self.residual_gate && placement == Placement::Parallel {
-            return Err(
-                "--residual-gate replaces a residual sum x + F(x); --placement parallel sums \
-                 two branches into one residual"
-                    .into(),
-            );
-        }
-        Ok(())
-    }
-
     /// `stack` with these options.
     pub fn apply(&self, stack: TransformerStackConfig) -> TransformerStackConfig {
         let block = stack.block.clone();
@@ -139,21 +126,6 @@ impl RecipeArgs {
 }
 
 impl ModelArgs {
-    /// Refuses widths the attention cannot split: every head takes `d_model / heads`
-    /// features, so `--d-model` must be a multiple of `--heads` (given, or the command's
-    /// default).
-    pub(crate) fn check(&self) -> Result<(), String> {
-        let block = self.stack().block;
-        let (d_model, heads) = (block.d_model, block.n_heads);
-        if d_model.is_multiple_of(heads) {
-            return Ok(());
-        }
-        Err(format!(
-            "--d-model {d_model} is not a multiple of --heads {heads}: each head takes \
-             d_model / heads features"
-        ))
-    }
-
     /// The stack of these widths (its depth, placement and norm are the command's).
     pub fn stack(&self) -> TransformerStackConfig {
         let d = self.d_model;
@@ -162,6 +134,28 @@ impl ModelArgs {
             .with_n_heads(self.heads.unwrap_or((d / 16).max(1)))
             .with_d_ff(self.d_ff.unwrap_or(4 * d))
     }
+}
+
+/// The message for a model that [`TransformerStackConfig::check`] refuses: the flags that
+/// set the refused field, with their values, then the library's message; a field that no
+/// flag sets alone is introduced as the model's.
+///
+/// ```text
+/// --d-model 30 and --heads 4: TransformerStackConfig.block.d_model (30) must be a positive
+///                             multiple of n_heads (4)
+/// ```
+pub(crate) fn model_refusal(error: &ConfigError, stack: &TransformerStackConfig) -> String {
+    let block = &stack.block;
+    let flags = match error.field() {
+        "TransformerStackConfig.block.d_model" => {
+            format!("--d-model {} and --heads {}", block.d_model, block.n_heads)
+        }
+        "TransformerBlockConfig.residual_gate" => {
+            format!("--residual-gate with --placement {}", block.placement)
+        }
+        _ => "the model".to_string(),
+    };
+    format!("{flags}: {error}")
 }
 
 /// `addnorm train`.
@@ -561,5 +555,29 @@ impl DemoArgs {
     /// The base seed.
     pub fn seed(&self) -> u64 {
         self.common.seed
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refused_model_names_the_flags_behind_the_field() {
+        let stack = TransformerStackConfig::tiny().with_n_heads(3);
+        let error = stack.check().unwrap_err();
+        assert_eq!(
+            model_refusal(&error, &stack),
+            "--d-model 32 and --heads 3: TransformerStackConfig.block.d_model (32) must be a \
+             positive multiple of n_heads (3)"
+        );
+        // A field that no flag sets alone is introduced as the model's.
+        let stack = TransformerStackConfig::tiny().with_max_seq_len(0);
+        let error = stack.check().unwrap_err();
+        assert_eq!(
+            model_refusal(&error, &stack),
+            "the model: TransformerStackConfig.vocab_size (16) and max_seq_len (0) must be \
+             positive"
+        );
     }
 }

@@ -1,9 +1,10 @@
-//! A command with its configuration built once ([`Plan`]): the cost check reads that
-//! configuration, and [`Plan::run`] runs it: the lab's code on the named backend, the
-//! outcome printed, and the exit code returned (0 done, 1 diverged, 2 refused).
+//! A command with its configuration built once ([`Plan`]): the model check and the cost
+//! check read that configuration, and [`Plan::run`] runs it: the lab's code on the named
+//! backend, the outcome printed, and the exit code returned (0 done, 1 diverged, 2 refused).
 //!
 //! ```text
-//! arguments ──Plan::of──▶ configuration ──largest_run──▶ cost check
+//! arguments ──Plan::of──▶ configuration ──models───────▶ model check (each model's check)
+//!                              ├──────largest_run──────▶ cost check
 //!                              └──────────run──────────▶ train, probe, sweep, demo
 //! ```
 //!
@@ -11,6 +12,8 @@
 //! Not applicable.
 
 use std::path::Path;
+
+use addnorm::nn::TransformerStackConfig;
 
 use super::args::{DemoArgs, MergeArgs, ProbeArgs, ReportArgs, SweepArgs, TrainArgs};
 use super::command_line::Command;
@@ -61,6 +64,34 @@ impl<'a> Plan<'a> {
                 Some(config.point_config(&deepest))
             }
             Plan::Demo(..) | Plan::Report(_) | Plan::Merge(_) => None,
+        }
+    }
+
+    /// The models it would build, one per distinct configuration, for
+    /// [`TransformerStackConfig::check`]: `train`'s, each probe cell's (placement × norm ×
+    /// depth), each sweep placement and depth's (its warm-ups, learning rates and seeds
+    /// share a model); none for `demo`, whose models are its fixed experiments'.
+    pub fn models(&self) -> Vec<TransformerStackConfig> {
+        match self {
+            Plan::Train(_, config) => vec![config.model.stack.clone()],
+            Plan::Probe(_, config) => config
+                .pairs()
+                .into_iter()
+                .flat_map(|(p, n)| {
+                    config
+                        .depths
+                        .iter()
+                        .map(move |&d| config.cell_model(p, n, d))
+                })
+                .collect(),
+            Plan::Sweep(_, config) => {
+                // The grid's order keeps the runs of one placement and depth together.
+                let mut grid = config.grid();
+                grid.dedup_by_key(|p| (p.placement, p.depth));
+                let stack = |p| config.point_config(p).model.stack;
+                grid.iter().map(stack).collect()
+            }
+            Plan::Demo(..) | Plan::Report(_) | Plan::Merge(_) => Vec::new(),
         }
     }
 

@@ -24,6 +24,8 @@ use burn::nn::{Linear, LinearConfig};
 use burn::tensor::activation::silu;
 use burn::tensor::{Tensor, backend::Backend};
 
+use crate::config_error::{ConfigError, ensure, or_panic};
+
 /// Configuration of an [`AdaLnZero`] modulation.
 #[derive(Config, Debug)]
 pub struct AdaLnZeroConfig {
@@ -34,17 +36,30 @@ pub struct AdaLnZeroConfig {
 }
 
 impl AdaLnZeroConfig {
+    /// Checks the widths without building anything: the error `init` would panic with, or
+    /// `Ok`.
+    ///
+    /// # Errors
+    /// If a width is zero.
+    pub fn check(&self) -> Result<(), ConfigError> {
+        let (d_cond, d_model) = (self.d_cond, self.d_model);
+        ensure(d_cond > 0 && d_model > 0, || {
+            ConfigError::new(
+                "AdaLnZeroConfig",
+                format!(
+                    "AdaLnZeroConfig widths must be positive, got d_cond {d_cond} and d_model \
+                     {d_model}"
+                ),
+            )
+        })
+    }
+
     /// Builds the modulation with its projection at zero (the "Zero" of adaLN-Zero).
     ///
     /// # Panics
-    /// If a width is zero.
+    /// If [`check`](Self::check) refuses the config, with its error's message.
     pub fn init<B: Backend>(&self, device: &B::Device) -> AdaLnZero<B> {
-        assert!(
-            self.d_cond > 0 && self.d_model > 0,
-            "AdaLnZeroConfig widths must be positive, got d_cond {} and d_model {}",
-            self.d_cond,
-            self.d_model
-        );
+        or_panic(self.check());
         AdaLnZero {
             modulation: LinearConfig::new(self.d_cond, 6 * self.d_model)
                 .with_initializer(Initializer::Zeros)
@@ -102,5 +117,21 @@ impl<B: Backend> AdaLnZero<B> {
             scale: chunk(first + 1),
             gate: chunk(first + 2),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn check_refuses_a_zero_width() {
+        let error = AdaLnZeroConfig::new(0, 8).check().unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "AdaLnZeroConfig widths must be positive, got d_cond 0 and d_model 8"
+        );
+        assert_eq!(error.field(), "AdaLnZeroConfig");
+        assert_eq!(AdaLnZeroConfig::new(3, 8).check(), Ok(()));
     }
 }

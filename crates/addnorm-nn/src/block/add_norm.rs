@@ -33,6 +33,7 @@ use addnorm_kernels::NormBackend;
 
 use super::placement::Placement;
 use super::residual_gate::ResidualGate;
+use crate::config_error::{ConfigError, ensure, or_panic};
 use crate::norm::{Norm, NormConfig};
 
 /// A residual connection with its norms (see the [module docs](self)).
@@ -71,16 +72,9 @@ impl<B: Backend> AddNorm<B> {
         dropout: f64,
         device: &B::Device,
     ) -> Self {
-        let make = || Some(norm.with_d_model(d_model).init(device));
-        let (input_norm, output_norm, sum_norm) = match placement {
-            Placement::Post | Placement::DeepNorm | Placement::ResiDual => (None, None, make()),
-            // Parallel: the attention connection's norm; the block removes the feed-forward
-            // connection's (TransformerBlockConfig::init), which reads the same one.
-            Placement::Pre | Placement::Parallel => (make(), None, None),
-            Placement::Peri => (make(), make(), None),
-            Placement::PostBranch => (None, make(), None),
-            _ => (None, None, None),
-        };
+        let make = |has: bool| has.then(|| norm.with_d_model(d_model).init(device));
+        let [input, output, sum] = norm_slots(placement);
+        let (input_norm, output_norm, sum_norm) = (make(input), make(output), make(sum));
         Self {
             input_norm,
             output_norm,
@@ -101,10 +95,7 @@ impl<B: Backend> AddNorm<B> {
     /// # Panics
     /// If `init` is not finite.
     pub fn with_layer_scale(mut self, d_model: usize, init: f64, device: &B::Device) -> Self {
-        assert!(
-            init.is_finite(),
-            "TransformerBlockConfig.layer_scale must be finite, got {init}"
-        );
+        or_panic(validate_layer_scale(init));
         self.layer_scale = Some(Initializer::Constant { value: init }.init([d_model], device));
         self
     }
@@ -136,6 +127,35 @@ impl<B: Backend> AddNorm<B> {
     pub fn placement(&self) -> Placement {
         self.placement
     }
+}
+
+/// Which norms a connection of `placement` has: `[input, output, sum]`.
+fn norm_slots(placement: Placement) -> [bool; 3] {
+    match placement {
+        Placement::Post | Placement::DeepNorm | Placement::ResiDual => [false, false, true],
+        // Parallel: the attention connection's norm; the block removes the feed-forward
+        // connection's (TransformerBlockConfig::init), which reads the same one.
+        Placement::Pre | Placement::Parallel => [true, false, false],
+        Placement::Peri => [true, true, false],
+        Placement::PostBranch => [false, true, false],
+        _ => [false, false, false],
+    }
+}
+
+/// Whether a connection of `placement` builds any norm from its config (ReZero and the
+/// plain residual build none, so their config's norm is never checked).
+pub(crate) fn builds_norms(placement: Placement) -> bool {
+    norm_slots(placement).contains(&true)
+}
+
+/// Refuses a LayerScale initial value that is not finite.
+pub(crate) fn validate_layer_scale(init: f64) -> Result<(), ConfigError> {
+    ensure(init.is_finite(), || {
+        ConfigError::new(
+            "TransformerBlockConfig.layer_scale",
+            format!("TransformerBlockConfig.layer_scale must be finite, got {init}"),
+        )
+    })
 }
 
 /// Applies an optional norm.

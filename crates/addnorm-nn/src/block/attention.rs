@@ -58,6 +58,7 @@ use addnorm_kernels::attention::{AttentionSpec, attention, attention_with_max_lo
 use super::linear::{self, projection, xavier_normal, zero_weight};
 use super::qk_norm::{QkNormScope, normalize};
 use super::rotary::RotaryConfig;
+use crate::config_error::{ConfigError, ensure, or_panic};
 use crate::norm::{Norm, NormConfig};
 
 /// Configuration of a [`MultiHeadSelfAttention`].
@@ -120,19 +121,29 @@ pub struct MultiHeadSelfAttentionConfig {
 }
 
 impl MultiHeadSelfAttentionConfig {
+    /// Checks every option without building anything: the error `init` would panic
+    /// with, or `Ok`.
+    ///
+    /// # Errors
+    /// If `d_model` is not a positive multiple of `n_heads` (with `d_head` unset), `d_head`
+    /// is zero, `n_kv_heads` does not divide `n_heads`, `dropout` is outside [0, 1),
+    /// `logit_softcap` or `scale` is not positive and finite, the rotary embedding's base or
+    /// `d_head` is invalid, one full-width QK-norm would serve queries and keys of different
+    /// widths (grouped-query attention needs `separate_qk_norms` there), or the QK-norm is
+    /// invalid at the width it is fitted to (see [`NormConfig::check`]).
+    pub fn check(&self) -> Result<(), ConfigError> {
+        self.validate().map(|_| ())
+    }
+
     /// Builds the sublayer on `device`.
     ///
     /// # Panics
-    /// If `d_model` is not a positive multiple of `n_heads` (with `d_head` unset), `d_head`
-    /// is zero, `n_kv_heads` does not divide `n_heads`, one full-width QK-norm would serve
-    /// queries and keys of different widths (grouped-query attention needs
-    /// `separate_qk_norms` there), `dropout` is outside [0, 1), `logit_softcap` or `scale`
-    /// is not positive and finite, or the rotary embedding's base or `d_head` is invalid.
+    /// If [`check`](Self::check) refuses the config, with its error's message.
     pub fn init<B: burn::tensor::backend::Backend>(
         &self,
         device: &B::Device,
     ) -> MultiHeadSelfAttention<B> {
-        let heads = self.validate();
+        let heads = or_panic(self.validate());
         let (q_width, kv_width) = (heads.query_width(), heads.key_value_width());
         let p = |shape| projection(shape, &self.initializer, self.bias, device);
         let (mut query, mut key) = (p([self.d_model, q_width]), p([self.d_model, kv_width]));
@@ -169,59 +180,87 @@ impl MultiHeadSelfAttentionConfig {
     }
 
     /// The head counts and width, after checking every option (see
-    /// [`init`](Self::init)'s panics).
-    fn validate(&self) -> Heads {
-        let heads = self.heads();
-        super::validate_dropout("MultiHeadSelfAttentionConfig", self.dropout);
+    /// [`check`](Self::check)).
+    fn validate(&self) -> Result<Heads, ConfigError> {
+        let heads = self.heads()?;
+        super::validate_dropout("MultiHeadSelfAttentionConfig", self.dropout)?;
         super::validate_softcap(
             "MultiHeadSelfAttentionConfig.logit_softcap",
             self.logit_softcap,
-        );
-        super::validate_softcap("MultiHeadSelfAttentionConfig.scale", self.scale);
+        )?;
+        super::validate_softcap("MultiHeadSelfAttentionConfig.scale", self.scale)?;
         if let Some(rotary) = &self.rotary {
-            rotary.validate(heads.d_head);
+            rotary.validate(heads.d_head)?;
         }
         let (q_width, kv_width) = (heads.query_width(), heads.key_value_width());
         let shared_full_width = self.qk_norm.is_some()
             && !self.separate_qk_norms
             && self.qk_norm_scope == QkNormScope::FullWidth;
-        assert!(
-            !shared_full_width || q_width == kv_width,
-            "MultiHeadSelfAttentionConfig: one full-width QK-norm cannot serve queries \
-             ({q_width} wide) and keys ({kv_width} wide); set separate_qk_norms"
-        );
-        heads
+        ensure(!shared_full_width || q_width == kv_width, || {
+            ConfigError::new(
+                "MultiHeadSelfAttentionConfig",
+                format!(
+                    "MultiHeadSelfAttentionConfig: one full-width QK-norm cannot serve queries \
+                     ({q_width} wide) and keys ({kv_width} wide); set separate_qk_norms"
+                ),
+            )
+        })?;
+        self.validate_qk_norms(heads)?;
+        Ok(heads)
+    }
+
+    /// The QK-norms at the widths `init` fits them to: the queries', then the keys' own
+    /// with `separate_qk_norms`.
+    fn validate_qk_norms(&self, heads: Heads) -> Result<(), ConfigError> {
+        let Some(norm) = &self.qk_norm else {
+            return Ok(());
+        };
+        let scope = self.qk_norm_scope;
+        let fitted = |width, count| norm.with_d_model(scope.width(width, count)).check();
+        fitted(heads.query_width(), heads.query)?;
+        if self.separate_qk_norms {
+            fitted(heads.key_value_width(), heads.key_value)?;
+        }
+        Ok(())
     }
 
     /// The head counts and width, checked.
-    fn heads(&self) -> Heads {
+    fn heads(&self) -> Result<Heads, ConfigError> {
         let query = self.n_heads;
         let d_head = match self.d_head {
             Some(d_head) => {
-                assert!(
-                    d_head > 0 && query > 0 && self.d_model > 0,
-                    "MultiHeadSelfAttentionConfig: d_model ({}), n_heads ({query}) and d_head \
-                     ({d_head}) must be positive",
-                    self.d_model
-                );
+                let d_model = self.d_model;
+                ensure(d_head > 0 && query > 0 && d_model > 0, || {
+                    ConfigError::new(
+                        "MultiHeadSelfAttentionConfig",
+                        format!(
+                            "MultiHeadSelfAttentionConfig: d_model ({d_model}), n_heads \
+                             ({query}) and d_head ({d_head}) must be positive"
+                        ),
+                    )
+                })?;
                 d_head
             }
             None => {
-                super::validate_heads("MultiHeadSelfAttentionConfig", self.d_model, query);
+                super::validate_heads("MultiHeadSelfAttentionConfig", self.d_model, query)?;
                 self.d_model / query
             }
         };
         let key_value = self.n_kv_heads.unwrap_or(query);
-        assert!(
-            key_value > 0 && query.is_multiple_of(key_value),
-            "MultiHeadSelfAttentionConfig.n_kv_heads ({key_value}) must divide n_heads \
-             ({query})"
-        );
-        Heads {
+        ensure(key_value > 0 && query.is_multiple_of(key_value), || {
+            ConfigError::new(
+                "MultiHeadSelfAttentionConfig.n_kv_heads",
+                format!(
+                    "MultiHeadSelfAttentionConfig.n_kv_heads ({key_value}) must divide \
+                     n_heads ({query})"
+                ),
+            )
+        })?;
+        Ok(Heads {
             query,
             key_value,
             d_head,
-        }
+        })
     }
 }
 
@@ -373,4 +412,97 @@ fn per_column<B: burn::tensor::backend::Backend>(
         .reshape([heads, 1])
         .expand([heads, d_head])
         .reshape([heads * d_head])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::norm::LayerNormConfig;
+
+    fn refusal(config: MultiHeadSelfAttentionConfig) -> String {
+        config.check().unwrap_err().to_string()
+    }
+
+    #[test]
+    fn check_refuses_head_counts_that_do_not_fit() {
+        let new = MultiHeadSelfAttentionConfig::new;
+        assert_eq!(
+            refusal(new(10, 3)),
+            "MultiHeadSelfAttentionConfig.d_model (10) must be a positive multiple of n_heads (3)"
+        );
+        assert_eq!(
+            refusal(new(8, 2).with_d_head(Some(0))),
+            "MultiHeadSelfAttentionConfig: d_model (8), n_heads (2) and d_head (0) must be \
+             positive"
+        );
+        let uneven = new(8, 4).with_n_kv_heads(Some(3)).check().unwrap_err();
+        assert_eq!(
+            uneven.to_string(),
+            "MultiHeadSelfAttentionConfig.n_kv_heads (3) must divide n_heads (4)"
+        );
+        assert_eq!(uneven.field(), "MultiHeadSelfAttentionConfig.n_kv_heads");
+        assert_eq!(
+            refusal(new(8, 4).with_n_kv_heads(Some(0))),
+            "MultiHeadSelfAttentionConfig.n_kv_heads (0) must divide n_heads (4)"
+        );
+    }
+
+    #[test]
+    fn check_refuses_bad_options() {
+        let new = || MultiHeadSelfAttentionConfig::new(8, 2);
+        assert_eq!(
+            refusal(new().with_dropout(-0.5)),
+            "MultiHeadSelfAttentionConfig.dropout must lie in [0, 1), got -0.5"
+        );
+        assert_eq!(
+            refusal(new().with_logit_softcap(Some(0.0))),
+            "MultiHeadSelfAttentionConfig.logit_softcap must be positive and finite, got 0"
+        );
+        assert_eq!(
+            refusal(new().with_scale(Some(f64::INFINITY))),
+            "MultiHeadSelfAttentionConfig.scale must be positive and finite, got inf"
+        );
+        let odd = MultiHeadSelfAttentionConfig::new(6, 2).with_rotary(Some(RotaryConfig::new()));
+        assert_eq!(
+            refusal(odd),
+            "rotary position embeddings rotate the two halves of each head: d_head must be \
+             even, got 3"
+        );
+        assert_eq!(
+            refusal(new().with_rotary(Some(RotaryConfig::new().with_theta(0.5)))),
+            "RotaryConfig.theta must be finite and above 1, got 0.5"
+        );
+    }
+
+    #[test]
+    fn check_refuses_qk_norms_that_do_not_fit() {
+        let full_width = MultiHeadSelfAttentionConfig::new(8, 4)
+            .with_n_kv_heads(Some(2))
+            .with_qk_norm(Some(NormConfig::rms(0)))
+            .with_qk_norm_scope(QkNormScope::FullWidth);
+        assert_eq!(
+            refusal(full_width.clone()),
+            "MultiHeadSelfAttentionConfig: one full-width QK-norm cannot serve queries (8 wide) \
+             and keys (4 wide); set separate_qk_norms"
+        );
+        assert_eq!(full_width.with_separate_qk_norms(true).check(), Ok(()));
+        let bad_norm = LayerNormConfig::new(vec![1]).with_epsilon(-1.0);
+        assert_eq!(
+            refusal(MultiHeadSelfAttentionConfig::new(8, 2).with_qk_norm(Some(bad_norm.into()))),
+            "LayerNormConfig.epsilon must be positive and finite, got -1"
+        );
+    }
+
+    #[test]
+    fn check_accepts_the_defaults_and_grouped_query_attention() {
+        assert_eq!(MultiHeadSelfAttentionConfig::new(8, 2).check(), Ok(()));
+        let grouped = MultiHeadSelfAttentionConfig::new(16, 4)
+            .with_n_kv_heads(Some(1))
+            .with_d_head(Some(6))
+            .with_rotary(Some(RotaryConfig::new()))
+            .with_qk_norm(Some(NormConfig::rms(0)))
+            .with_separate_qk_norms(true)
+            .with_logit_softcap(Some(50.0));
+        assert_eq!(grouped.check(), Ok(()));
+    }
 }

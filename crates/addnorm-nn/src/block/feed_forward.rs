@@ -28,6 +28,7 @@ use burn::tensor::{Tensor, backend::Backend};
 use serde::{Deserialize, Serialize};
 
 use super::linear::{self, projection, xavier_normal};
+use crate::config_error::{ConfigError, ensure, or_panic};
 use crate::norm::{Norm, NormConfig};
 
 /// The feed-forward nonlinearity. New ones may be added, so matches need a wildcard arm.
@@ -92,18 +93,36 @@ pub struct FeedForwardConfig {
 }
 
 impl FeedForwardConfig {
+    /// Checks the widths, the dropout and the hidden norm without building anything: the
+    /// error `init` would panic with, or `Ok`.
+    ///
+    /// # Errors
+    /// If a width is zero, `dropout` is outside [0, 1), or the hidden norm is invalid at
+    /// width `d_ff` (see [`NormConfig::check`]).
+    pub fn check(&self) -> Result<(), ConfigError> {
+        let (d_model, d_ff) = (self.d_model, self.d_ff);
+        ensure(d_model > 0 && d_ff > 0, || {
+            ConfigError::new(
+                "FeedForwardConfig",
+                format!(
+                    "FeedForwardConfig widths must be positive, got d_model {d_model} and d_ff \
+                     {d_ff}"
+                ),
+            )
+        })?;
+        super::validate_dropout("FeedForwardConfig", self.dropout)?;
+        match &self.hidden_norm {
+            Some(norm) => norm.with_d_model(d_ff).check(),
+            None => Ok(()),
+        }
+    }
+
     /// Builds the sublayer on `device`.
     ///
     /// # Panics
-    /// If a width is zero or `dropout` is outside [0, 1).
+    /// If [`check`](Self::check) refuses the config, with its error's message.
     pub fn init<B: Backend>(&self, device: &B::Device) -> FeedForward<B> {
-        assert!(
-            self.d_model > 0 && self.d_ff > 0,
-            "FeedForwardConfig widths must be positive, got d_model {} and d_ff {}",
-            self.d_model,
-            self.d_ff
-        );
-        super::validate_dropout("FeedForwardConfig", self.dropout);
+        or_panic(self.check());
         let p = |shape| projection(shape, &self.initializer, self.bias, device);
         FeedForward {
             inner: p([self.d_model, self.d_ff]),
@@ -155,5 +174,46 @@ impl<B: NormBackend> FeedForward<B> {
             None => hidden,
         };
         linear::forward(&self.outer, hidden)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::norm::LayerNormConfig;
+
+    fn refusal(config: FeedForwardConfig) -> String {
+        config.check().unwrap_err().to_string()
+    }
+
+    #[test]
+    fn check_refuses_what_init_panics_on() {
+        assert_eq!(
+            refusal(FeedForwardConfig::new(0, 8)),
+            "FeedForwardConfig widths must be positive, got d_model 0 and d_ff 8"
+        );
+        assert_eq!(
+            refusal(FeedForwardConfig::new(4, 8).with_dropout(1.0)),
+            "FeedForwardConfig.dropout must lie in [0, 1), got 1"
+        );
+        // The hidden norm, at the width d_ff it is fitted to.
+        let bad_norm = LayerNormConfig::new(vec![1]).with_epsilon(0.0);
+        assert_eq!(
+            refusal(FeedForwardConfig::new(4, 8).with_hidden_norm(Some(bad_norm.into()))),
+            "LayerNormConfig.epsilon must be positive and finite, got 0"
+        );
+    }
+
+    #[test]
+    fn check_accepts_the_defaults_and_the_gated_form() {
+        assert_eq!(FeedForwardConfig::new(4, 8).check(), Ok(()));
+        let gated = FeedForwardConfig::new(4, 8)
+            .with_gated(true)
+            .with_hidden_norm(Some(NormConfig::rms(0)));
+        assert_eq!(
+            gated.check(),
+            Ok(()),
+            "the hidden norm takes d_ff as its width"
+        );
     }
 }

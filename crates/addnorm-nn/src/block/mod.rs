@@ -32,29 +32,43 @@ pub use rotary::RotaryConfig;
 pub use stack::{StackStats, TransformerStack, TransformerStackConfig};
 pub use transformer_block::{TransformerBlock, TransformerBlockConfig};
 
-/// Panics unless `dropout` lies in [0, 1).
-pub(crate) fn validate_dropout(config: &str, dropout: f64) {
-    assert!(
-        (0.0..1.0).contains(&dropout),
-        "{config}.dropout must lie in [0, 1), got {dropout}"
-    );
+use crate::config_error::{ConfigError, ensure};
+
+/// Refuses a `dropout` outside [0, 1); `config` names the config (`"FeedForwardConfig"`).
+pub(crate) fn validate_dropout(config: &str, dropout: f64) -> Result<(), ConfigError> {
+    ensure((0.0..1.0).contains(&dropout), || {
+        ConfigError::new(
+            format!("{config}.dropout"),
+            format!("{config}.dropout must lie in [0, 1), got {dropout}"),
+        )
+    })
 }
 
-/// Panics unless `d_model` is a positive multiple of a positive `n_heads`.
-pub(crate) fn validate_heads(config: &str, d_model: usize, n_heads: usize) {
-    assert!(
-        n_heads > 0 && d_model > 0 && d_model.is_multiple_of(n_heads),
-        "{config}.d_model ({d_model}) must be a positive multiple of n_heads ({n_heads})"
-    );
+/// Refuses a `d_model` that is not a positive multiple of a positive `n_heads`.
+pub(crate) fn validate_heads(
+    config: &str,
+    d_model: usize,
+    n_heads: usize,
+) -> Result<(), ConfigError> {
+    let valid = n_heads > 0 && d_model > 0 && d_model.is_multiple_of(n_heads);
+    ensure(valid, || {
+        ConfigError::new(
+            format!("{config}.d_model"),
+            format!(
+                "{config}.d_model ({d_model}) must be a positive multiple of n_heads ({n_heads})"
+            ),
+        )
+    })
 }
 
-/// Panics unless a soft cap `cap`, when set, is positive and finite; the message names
+/// Refuses a soft cap `cap` that is set but not positive and finite; the message names
 /// `field` (the config and its field) and the value.
-pub(crate) fn validate_softcap(field: &str, cap: Option<f64>) {
-    if let Some(cap) = cap {
-        assert!(
-            cap.is_finite() && cap > 0.0,
-            "{field} must be positive and finite, got {cap}"
-        );
+pub(crate) fn validate_softcap(field: &str, cap: Option<f64>) -> Result<(), ConfigError> {
+    match cap {
+        Some(cap) if !(cap.is_finite() && cap > 0.0) => Err(ConfigError::new(
+            field,
+            format!("{field} must be positive and finite, got {cap}"),
+        )),
+        _ => Ok(()),
     }
 }

@@ -24,6 +24,8 @@
 use burn::config::Config;
 use burn::tensor::{Tensor, TensorData, backend::Backend};
 
+use crate::config_error::{ConfigError, ensure};
+
 /// Configuration of the rotary position embedding (see the [module docs](self)).
 #[derive(Config, Debug, PartialEq)]
 pub struct RotaryConfig {
@@ -34,18 +36,24 @@ pub struct RotaryConfig {
 }
 
 impl RotaryConfig {
-    /// Panics unless the base is above 1 and finite, and `d_head` is even (the halves).
-    pub(crate) fn validate(&self, d_head: usize) {
-        assert!(
-            self.theta.is_finite() && self.theta > 1.0,
-            "RotaryConfig.theta must be finite and above 1, got {}",
-            self.theta
-        );
-        assert!(
-            d_head.is_multiple_of(2),
-            "rotary position embeddings rotate the two halves of each head: d_head must be \
-             even, got {d_head}"
-        );
+    /// Refuses a base that is not above 1 and finite, and an odd `d_head` (the halves).
+    pub(crate) fn validate(&self, d_head: usize) -> Result<(), ConfigError> {
+        let theta = self.theta;
+        ensure(theta.is_finite() && theta > 1.0, || {
+            ConfigError::new(
+                "RotaryConfig.theta",
+                format!("RotaryConfig.theta must be finite and above 1, got {theta}"),
+            )
+        })?;
+        ensure(d_head.is_multiple_of(2), || {
+            ConfigError::new(
+                "RotaryConfig",
+                format!(
+                    "rotary position embeddings rotate the two halves of each head: d_head \
+                     must be even, got {d_head}"
+                ),
+            )
+        })
     }
 
     /// The angle tables for sequences of `seq` tokens and heads of `d_head` features, on
@@ -133,8 +141,19 @@ mod tests {
     }
 
     #[test]
-    #[should_panic(expected = "d_head must be even")]
-    fn odd_heads_are_refused() {
-        RotaryConfig::new().validate(5);
+    fn odd_heads_and_a_base_of_one_are_refused() {
+        let odd = RotaryConfig::new().validate(5).unwrap_err();
+        assert_eq!(
+            odd.message(),
+            "rotary position embeddings rotate the two halves of each head: d_head must be \
+             even, got 5"
+        );
+        let flat = RotaryConfig::new().with_theta(1.0).validate(4).unwrap_err();
+        assert_eq!(
+            flat.to_string(),
+            "RotaryConfig.theta must be finite and above 1, got 1"
+        );
+        assert_eq!(flat.field(), "RotaryConfig.theta");
+        assert_eq!(RotaryConfig::new().validate(4), Ok(()));
     }
 }

@@ -42,6 +42,7 @@ use super::placement::Placement;
 use super::qk_norm::QkNormScope;
 use super::rotary::RotaryConfig;
 use super::transformer_block::{TransformerBlock, TransformerBlockConfig};
+use crate::config_error::{ConfigError, ensure, or_panic};
 use crate::norm::{Norm, NormConfig};
 
 /// Configuration of a [`TransformerStack`]: one [`TransformerBlockConfig`] that every block
@@ -130,41 +131,73 @@ impl TransformerStackConfig {
             .with_n_layers(4)
     }
 
-    /// Builds the model on `device`.
+    /// Checks every option without building anything: the error `init` would panic with,
+    /// or `Ok`. It covers the block (see [`TransformerBlockConfig::check`]) and the final
+    /// norm.
     ///
-    /// # Panics
-    /// If `block.n_layers`, `vocab_size`, `max_seq_len` or `block.d_ff` is zero,
-    /// `block.d_model` is not a positive multiple of `block.n_heads`, `block.dropout` is
-    /// outside [0, 1), `block.causal` is false, `block.conditioning` is set, or
-    /// `final_logit_softcap` is not positive and finite. The message names the field and its value.
-    pub fn init<B: Backend>(&self, device: &B::Device) -> TransformerStack<B> {
+    /// # Errors
+    /// If `block.n_layers`, `vocab_size` or `max_seq_len` is zero, `block.causal` is
+    /// false, `block.d_model` is not a positive multiple of `block.n_heads`, `block.dropout`
+    /// is outside [0, 1), `block.conditioning` is set, `final_logit_softcap` is not positive
+    /// and finite, or the block refuses its own options (`block.d_ff` zero, and the rest).
+    /// The message names the field and its value.
+    pub fn check(&self) -> Result<(), ConfigError> {
+        self.validate_language_model()?;
         let block = &self.block;
-        assert!(
-            block.n_layers > 0,
-            "TransformerStackConfig.block.n_layers must be at least 1, got 0"
-        );
-        assert!(
-            self.vocab_size > 0 && self.max_seq_len > 0,
-            "TransformerStackConfig.vocab_size ({}) and max_seq_len ({}) must be positive",
-            self.vocab_size,
-            self.max_seq_len
-        );
-        assert!(
-            block.causal,
-            "TransformerStackConfig.block.causal must be true (the stack is a causal language \
-             model), got false"
-        );
-        super::validate_heads("TransformerStackConfig.block", block.d_model, block.n_heads);
-        super::validate_dropout("TransformerStackConfig.block", block.dropout);
-        assert!(
-            block.conditioning.is_none(),
-            "TransformerStackConfig.block.conditioning must be None: the language model has no \
-             conditioning input (build adaLN-Zero blocks with TransformerBlockConfig)"
-        );
+        super::validate_heads("TransformerStackConfig.block", block.d_model, block.n_heads)?;
+        super::validate_dropout("TransformerStackConfig.block", block.dropout)?;
+        ensure(block.conditioning.is_none(), || {
+            ConfigError::new(
+                "TransformerStackConfig.block.conditioning",
+                "TransformerStackConfig.block.conditioning must be None: the language model \
+                 has no conditioning input (build adaLN-Zero blocks with TransformerBlockConfig)",
+            )
+        })?;
         super::validate_softcap(
             "TransformerStackConfig.final_logit_softcap",
             self.final_logit_softcap,
-        );
+        )?;
+        block.check()?;
+        if block.placement.has_final_norm() {
+            block.norm.with_d_model(block.d_model).check()?;
+        }
+        Ok(())
+    }
+
+    /// Refuses a stack without blocks, tokens or positions, or whose blocks see the future.
+    fn validate_language_model(&self) -> Result<(), ConfigError> {
+        ensure(self.block.n_layers > 0, || {
+            ConfigError::new(
+                "TransformerStackConfig.block.n_layers",
+                "TransformerStackConfig.block.n_layers must be at least 1, got 0",
+            )
+        })?;
+        let (vocab_size, max_seq_len) = (self.vocab_size, self.max_seq_len);
+        ensure(vocab_size > 0 && max_seq_len > 0, || {
+            ConfigError::new(
+                "TransformerStackConfig",
+                format!(
+                    "TransformerStackConfig.vocab_size ({vocab_size}) and max_seq_len \
+                     ({max_seq_len}) must be positive"
+                ),
+            )
+        })?;
+        ensure(self.block.causal, || {
+            ConfigError::new(
+                "TransformerStackConfig.block.causal",
+                "TransformerStackConfig.block.causal must be true (the stack is a causal \
+                 language model), got false",
+            )
+        })
+    }
+
+    /// Builds the model on `device`.
+    ///
+    /// # Panics
+    /// If [`check`](Self::check) refuses the config, with its error's message.
+    pub fn init<B: Backend>(&self, device: &B::Device) -> TransformerStack<B> {
+        or_panic(self.check());
+        let block = &self.block;
         let half_variance = Initializer::Normal {
             mean: 0.0,
             std: core::f64::consts::FRAC_1_SQRT_2,
@@ -316,5 +349,94 @@ impl<B: NormBackend> TransformerStack<B> {
         };
         let features = self.run(tokens, Some(&mut stats));
         (self.logits(features), stats)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::norm::LayerNormConfig;
+
+    fn refusal(config: TransformerStackConfig) -> String {
+        config.check().unwrap_err().to_string()
+    }
+
+    #[test]
+    fn check_accepts_the_presets() {
+        let llama = TransformerBlockConfig::llama(64, 8, 2, 96);
+        for config in [
+            TransformerStackConfig::tiny(),
+            TransformerStackConfig::small(),
+            TransformerStackConfig::new().with_block(llama),
+            TransformerStackConfig::tiny().with_placement(Placement::ReZero),
+        ] {
+            assert_eq!(config.check(), Ok(()), "{config:?}");
+        }
+    }
+
+    #[test]
+    fn check_refuses_what_init_panics_on() {
+        let tiny = TransformerStackConfig::tiny;
+        let heads = tiny().with_d_model(30).with_n_heads(4).check().unwrap_err();
+        assert_eq!(
+            heads.to_string(),
+            "TransformerStackConfig.block.d_model (30) must be a positive multiple of n_heads (4)"
+        );
+        assert_eq!(heads.field(), "TransformerStackConfig.block.d_model");
+        assert_eq!(
+            refusal(tiny().with_n_layers(0)),
+            "TransformerStackConfig.block.n_layers must be at least 1, got 0"
+        );
+        assert_eq!(
+            refusal(tiny().with_vocab_size(0)),
+            "TransformerStackConfig.vocab_size (0) and max_seq_len (64) must be positive"
+        );
+        let mut bidirectional = tiny();
+        bidirectional.block.causal = false;
+        assert_eq!(
+            refusal(bidirectional),
+            "TransformerStackConfig.block.causal must be true (the stack is a causal language \
+             model), got false"
+        );
+        assert_eq!(
+            refusal(tiny().with_dropout(1.0)),
+            "TransformerStackConfig.block.dropout must lie in [0, 1), got 1"
+        );
+        let mut conditioned = tiny();
+        conditioned.block.conditioning = Some(3);
+        assert_eq!(
+            refusal(conditioned),
+            "TransformerStackConfig.block.conditioning must be None: the language model has no \
+             conditioning input (build adaLN-Zero blocks with TransformerBlockConfig)"
+        );
+        assert_eq!(
+            refusal(tiny().with_final_logit_softcap(Some(0.0))),
+            "TransformerStackConfig.final_logit_softcap must be positive and finite, got 0"
+        );
+    }
+
+    /// The block's own rules, and the final norm, are the stack's too.
+    #[test]
+    fn check_refuses_the_block_and_the_final_norm() {
+        let tiny = TransformerStackConfig::tiny;
+        let parallel = tiny().with_placement(Placement::Parallel);
+        let gated = parallel.with_residual_gate(true).check().unwrap_err();
+        assert_eq!(gated.field(), "TransformerBlockConfig.residual_gate");
+        assert!(gated.message().contains("placement parallel"), "{gated}");
+        assert_eq!(
+            refusal(tiny().with_d_ff(0)),
+            "FeedForwardConfig widths must be positive, got d_model 32 and d_ff 0"
+        );
+        let bad_norm: NormConfig = LayerNormConfig::new(vec![1]).with_epsilon(0.0).into();
+        assert_eq!(
+            refusal(tiny().with_norm(bad_norm.clone())),
+            "LayerNormConfig.epsilon must be positive and finite, got 0"
+        );
+        let rezero = tiny().with_placement(Placement::ReZero).with_norm(bad_norm);
+        assert_eq!(
+            rezero.check(),
+            Ok(()),
+            "ReZero has neither block norms nor a final norm"
+        );
     }
 }

@@ -42,13 +42,14 @@ use burn::tensor::{Tensor, backend::Backend};
 use addnorm_kernels::NormBackend;
 
 use super::ada_ln::{AdaLnZero, AdaLnZeroConfig};
-use super::add_norm::AddNorm;
+use super::add_norm::{AddNorm, builds_norms, validate_layer_scale};
 use super::attention::{MultiHeadSelfAttention, MultiHeadSelfAttentionConfig};
 use super::feed_forward::{Activation, FeedForward, FeedForwardConfig};
 use super::linear::xavier_normal;
 use super::placement::Placement;
 use super::qk_norm::QkNormScope;
 use super::rotary::RotaryConfig;
+use crate::config_error::{ConfigError, ensure, or_panic};
 use crate::norm::{Affine, NormConfig, RmsNormConfig};
 
 /// Configuration of a [`TransformerBlock`].
@@ -236,35 +237,86 @@ impl TransformerBlockConfig {
             .with_bias(false)
     }
 
-    /// Builds the block on `device`.
+    /// Checks every option without building anything: the error `init` would panic with,
+    /// or `Ok`. It covers the configs `init` builds from this one: the attention, the
+    /// feed-forward network, the norms at the widths they are fitted to, and adaLN-Zero.
     ///
-    /// # Panics
-    /// If `d_model` is not a positive multiple of `n_heads` (with `d_head` unset), the
-    /// attention's options are invalid (see [`MultiHeadSelfAttentionConfig::init`]), `d_ff`
-    /// or `n_layers` is zero, `dropout` is outside [0, 1), `conditioning` is set on a
-    /// placement other than Pre, or `residual_gate` is set on a Parallel or conditioned
-    /// block.
-    pub fn init<B: Backend>(&self, device: &B::Device) -> TransformerBlock<B> {
-        assert!(
-            self.n_layers > 0,
-            "TransformerBlockConfig.n_layers must be at least 1, got 0"
-        );
-        assert!(
-            self.conditioning.is_none() || self.placement == Placement::Pre,
-            "TransformerBlockConfig.conditioning (adaLN-Zero) modulates a Pre block's input \
-             norms; placement is {}",
-            self.placement
-        );
-        assert!(
-            !self.residual_gate
-                || (self.placement != Placement::Parallel && self.conditioning.is_none()),
-            "TransformerBlockConfig.residual_gate replaces a residual sum x + F(x) by a GRU \
-             cell; placement {} with conditioning {:?} has none to replace",
-            self.placement,
-            self.conditioning
-        );
-        super::validate_dropout("TransformerBlockConfig", self.dropout);
-        let mut attention = MultiHeadSelfAttentionConfig::new(self.d_model, self.n_heads)
+    /// # Errors
+    /// If `n_layers` is zero, `conditioning` is set on a placement other than Pre,
+    /// `residual_gate` is set on a Parallel or conditioned block, `dropout` is outside
+    /// [0, 1), the attention's options are invalid (see
+    /// [`MultiHeadSelfAttentionConfig::check`]; `d_model` must be a positive multiple of
+    /// `n_heads` unless `d_head` is set), `d_ff` is zero or the FFN norm is invalid (see
+    /// [`FeedForwardConfig::check`]), the norm is invalid at width `d_model` where the block
+    /// builds one (see [`NormConfig::check`]), `layer_scale` is not finite, or
+    /// `conditioning` is zero.
+    pub fn check(&self) -> Result<(), ConfigError> {
+        self.validate_layout()?;
+        super::validate_dropout("TransformerBlockConfig", self.dropout)?;
+        self.attention_config().check()?;
+        self.feed_forward_config().check()?;
+        self.validate_residuals()?;
+        match self.conditioning {
+            Some(d_cond) => AdaLnZeroConfig::new(d_cond, self.d_model).check(),
+            None => Ok(()),
+        }
+    }
+
+    /// Refuses a depth of 0, and conditioning or residual gating on a block that has no
+    /// place for it.
+    fn validate_layout(&self) -> Result<(), ConfigError> {
+        let field = |name: &str| format!("TransformerBlockConfig.{name}");
+        ensure(self.n_layers > 0, || {
+            ConfigError::new(
+                field("n_layers"),
+                "TransformerBlockConfig.n_layers must be at least 1, got 0",
+            )
+        })?;
+        let placement = self.placement;
+        ensure(
+            self.conditioning.is_none() || placement == Placement::Pre,
+            || {
+                ConfigError::new(
+                    field("conditioning"),
+                    format!(
+                        "TransformerBlockConfig.conditioning (adaLN-Zero) modulates a Pre block's \
+                     input norms; placement is {placement}"
+                    ),
+                )
+            },
+        )?;
+        let gated = placement != Placement::Parallel && self.conditioning.is_none();
+        ensure(!self.residual_gate || gated, || {
+            ConfigError::new(
+                field("residual_gate"),
+                format!(
+                    "TransformerBlockConfig.residual_gate replaces a residual sum x + F(x) by a \
+                     GRU cell; placement {placement} with conditioning {:?} has none to replace",
+                    self.conditioning
+                ),
+            )
+        })
+    }
+
+    /// The residual connections' options, in the order `init` builds them: the norm at
+    /// `d_model` where the placement has one, LayerScale, NormFormer's post-attention norm.
+    fn validate_residuals(&self) -> Result<(), ConfigError> {
+        let norm = self.norm.with_d_model(self.d_model);
+        if builds_norms(self.placement) {
+            norm.check()?;
+        }
+        if let Some(init) = self.layer_scale {
+            validate_layer_scale(init)?;
+        }
+        if self.attention_output_norm {
+            norm.check()?;
+        }
+        Ok(())
+    }
+
+    /// The attention sublayer's config: this block's heads, QK-norm, soft cap and the rest.
+    fn attention_config(&self) -> MultiHeadSelfAttentionConfig {
+        MultiHeadSelfAttentionConfig::new(self.d_model, self.n_heads)
             .with_causal(self.causal)
             .with_dropout(self.dropout)
             .with_qk_norm(self.qk_norm.clone())
@@ -279,15 +331,28 @@ impl TransformerBlockConfig {
             .with_bias(self.bias)
             .with_rotary(self.rotary.clone())
             .with_scale(self.attention_scale)
-            .init(device);
-        let mut feed_forward = FeedForwardConfig::new(self.d_model, self.d_ff)
+    }
+
+    /// The feed-forward sublayer's config, with the block's norm over `d_ff` when
+    /// `feed_forward_norm` is set.
+    fn feed_forward_config(&self) -> FeedForwardConfig {
+        FeedForwardConfig::new(self.d_model, self.d_ff)
             .with_activation(self.activation)
             .with_dropout(self.dropout)
             .with_initializer(self.initializer.clone())
             .with_hidden_norm(self.feed_forward_norm.then(|| self.norm.clone()))
             .with_gated(self.gated_feed_forward)
             .with_bias(self.bias)
-            .init(device);
+    }
+
+    /// Builds the block on `device`.
+    ///
+    /// # Panics
+    /// If [`check`](Self::check) refuses the config, with its error's message.
+    pub fn init<B: Backend>(&self, device: &B::Device) -> TransformerBlock<B> {
+        or_panic(self.check());
+        let mut attention = self.attention_config().init(device);
+        let mut feed_forward = self.feed_forward_config().init(device);
         let beta = self.placement.init_scale(self.n_layers);
         scale_weight(&mut attention.value, beta);
         scale_weight(&mut attention.output, beta);
@@ -469,3 +534,133 @@ impl<B: NormBackend> TransformerBlock<B> {
 /// What [`TransformerBlock::apply`] returns: the residual stream, ResiDual's dual stream
 /// (when given one) and the largest attention logit (when recorded).
 pub(crate) type Stepped<B> = (Tensor<B, 3>, Option<Tensor<B, 3>>, Option<Tensor<B, 1>>);
+
+#[cfg(test)]
+mod tests {
+    use burn::backend::NdArray;
+
+    use super::*;
+    use crate::norm::LayerNormConfig;
+
+    fn refusal(config: TransformerBlockConfig) -> String {
+        config.check().unwrap_err().to_string()
+    }
+
+    fn block() -> TransformerBlockConfig {
+        TransformerBlockConfig::new(8, 2, 16)
+    }
+
+    /// A norm whose options are invalid at any width.
+    fn bad_norm() -> NormConfig {
+        LayerNormConfig::new(vec![1]).with_epsilon(0.0).into()
+    }
+
+    #[test]
+    fn check_accepts_the_presets_and_the_defaults() {
+        let presets = [
+            TransformerBlockConfig::llama(64, 8, 2, 96),
+            TransformerBlockConfig::gemma2(64, 4, 2, 32, 96),
+            TransformerBlockConfig::olmo2(64, 8, 2, 96),
+            block(),
+            block().normformer(),
+            block().with_conditioning(Some(3)),
+            block().with_layer_scale(Some(0.1)).with_residual_gate(true),
+        ];
+        for preset in presets {
+            assert_eq!(preset.check(), Ok(()), "{preset:?}");
+        }
+    }
+
+    #[test]
+    fn check_refuses_the_block_layout() {
+        assert_eq!(
+            refusal(block().with_n_layers(0)),
+            "TransformerBlockConfig.n_layers must be at least 1, got 0"
+        );
+        let post = block().with_placement(Placement::Post);
+        assert_eq!(
+            refusal(post.with_conditioning(Some(3))),
+            "TransformerBlockConfig.conditioning (adaLN-Zero) modulates a Pre block's input \
+             norms; placement is post"
+        );
+        let parallel = block().with_placement(Placement::Parallel);
+        let gated = parallel.with_residual_gate(true).check().unwrap_err();
+        assert_eq!(
+            gated.to_string(),
+            "TransformerBlockConfig.residual_gate replaces a residual sum x + F(x) by a GRU \
+             cell; placement parallel with conditioning None has none to replace"
+        );
+        assert_eq!(gated.field(), "TransformerBlockConfig.residual_gate");
+        let conditioned = block().with_conditioning(Some(3)).with_residual_gate(true);
+        assert_eq!(
+            refusal(conditioned),
+            "TransformerBlockConfig.residual_gate replaces a residual sum x + F(x) by a GRU \
+             cell; placement pre with conditioning Some(3) has none to replace"
+        );
+        assert_eq!(
+            refusal(block().with_dropout(1.5)),
+            "TransformerBlockConfig.dropout must lie in [0, 1), got 1.5"
+        );
+        assert_eq!(
+            refusal(block().with_layer_scale(Some(f64::NAN))),
+            "TransformerBlockConfig.layer_scale must be finite, got NaN"
+        );
+        assert_eq!(
+            refusal(block().with_conditioning(Some(0))),
+            "AdaLnZeroConfig widths must be positive, got d_cond 0 and d_model 8"
+        );
+    }
+
+    /// The configs the block builds are checked with the widths `init` gives them.
+    #[test]
+    fn check_refuses_the_sublayers_it_builds() {
+        assert_eq!(
+            refusal(TransformerBlockConfig::new(10, 3, 8)),
+            "MultiHeadSelfAttentionConfig.d_model (10) must be a positive multiple of n_heads (3)"
+        );
+        assert_eq!(
+            refusal(TransformerBlockConfig::llama(64, 8, 3, 96)),
+            "MultiHeadSelfAttentionConfig.n_kv_heads (3) must divide n_heads (8)"
+        );
+        let shared = TransformerBlockConfig::olmo2(64, 8, 2, 96).with_separate_qk_norms(false);
+        assert!(refusal(shared).ends_with("set separate_qk_norms"));
+        assert_eq!(
+            refusal(TransformerBlockConfig::new(8, 2, 0)),
+            "FeedForwardConfig widths must be positive, got d_model 8 and d_ff 0"
+        );
+        let epsilon = "LayerNormConfig.epsilon must be positive and finite, got 0";
+        assert_eq!(refusal(block().with_norm(bad_norm())), epsilon);
+        assert_eq!(refusal(block().with_qk_norm(Some(bad_norm()))), epsilon);
+        // ReZero builds no norm from the config unless an option asks for one.
+        let rezero = block()
+            .with_placement(Placement::ReZero)
+            .with_norm(bad_norm());
+        assert_eq!(rezero.check(), Ok(()));
+        let _ = rezero.init::<NdArray>(&Default::default());
+        let output_norm = rezero.clone().with_attention_output_norm(true);
+        assert_eq!(refusal(output_norm), epsilon);
+        assert_eq!(refusal(rezero.with_feed_forward_norm(true)), epsilon);
+    }
+
+    /// `init` panics with exactly the message of `check`'s error.
+    #[test]
+    fn init_panics_with_the_message_of_check() {
+        let cases = [
+            block().with_n_layers(0),
+            block()
+                .with_placement(Placement::Parallel)
+                .with_residual_gate(true),
+            TransformerBlockConfig::llama(64, 8, 3, 96),
+            block().with_norm(bad_norm()),
+            block().with_layer_scale(Some(f64::INFINITY)),
+            block().with_conditioning(Some(0)),
+        ];
+        for config in cases {
+            let expected = config.check().unwrap_err().to_string();
+            let init = || config.init::<NdArray>(&Default::default());
+            let payload = std::panic::catch_unwind(std::panic::AssertUnwindSafe(init))
+                .expect_err("init panics");
+            assert_eq!(payload.downcast_ref::<String>(), Some(&expected));
+        }
+    }
+}

@@ -35,6 +35,7 @@ use addnorm_kernels::NormBackend;
 use super::dyt::{DynamicTanh, DynamicTanhConfig};
 use super::layer::{LayerNorm, LayerNormConfig};
 use super::rms::{RmsNorm, RmsNormConfig};
+use crate::config_error::ConfigError;
 
 /// Which normalization to build, with its options. See [`Norm`].
 ///
@@ -122,10 +123,26 @@ impl NormConfig {
         }
     }
 
+    /// Checks the chosen config (see [`LayerNormConfig::check`], [`RmsNormConfig::check`],
+    /// [`DynamicTanhConfig::check`]) without building anything. `Identity` and Burn's
+    /// baselines have nothing to check: `Ok`.
+    ///
+    /// # Errors
+    /// As the chosen config's `check`.
+    pub fn check(&self) -> Result<(), ConfigError> {
+        match self {
+            Self::Layer(c) => c.check(),
+            Self::Rms(c) => c.check(),
+            Self::DynamicTanh(c) => c.check(),
+            Self::Identity | Self::BurnLayer(_) | Self::BurnRms(_) => Ok(()),
+        }
+    }
+
     /// Builds the chosen module on `device`.
     ///
     /// # Panics
-    /// As the chosen config's `init`.
+    /// As the chosen config's `init`: where [`check`](Self::check) refuses the config, with
+    /// its error's message.
     pub fn init<B: Backend>(&self, device: &B::Device) -> Norm<B> {
         match self {
             Self::Layer(c) => Norm::Layer(c.init(device)),
@@ -315,5 +332,37 @@ mod tests {
         NormConfig::layer(3)
             .init::<B>(&Default::default())
             .forward(x());
+    }
+
+    #[test]
+    fn check_refuses_as_the_chosen_config() {
+        let refusal = |config: NormConfig| config.check().unwrap_err().to_string();
+        assert_eq!(
+            refusal(NormConfig::rms(0)),
+            "RmsNormConfig.normalized_shape must not contain 0, got [0]"
+        );
+        let layer = LayerNormConfig::new(vec![4]).with_epsilon(0.0);
+        assert_eq!(
+            refusal(layer.into()),
+            "LayerNormConfig.epsilon must be positive and finite, got 0"
+        );
+        assert_eq!(
+            refusal(NormConfig::dynamic_tanh(4).with_normalized_shape(vec![])),
+            "DynamicTanhConfig.normalized_shape must name at least one dimension, got []"
+        );
+    }
+
+    #[test]
+    fn check_accepts_the_defaults_and_the_baselines() {
+        for config in [
+            NormConfig::layer(4),
+            NormConfig::rms(4),
+            NormConfig::dynamic_tanh(4),
+            NormConfig::Identity,
+            NormConfig::BurnLayer(burn::nn::LayerNormConfig::new(4)),
+            NormConfig::BurnRms(burn::nn::RmsNormConfig::new(4)),
+        ] {
+            assert_eq!(config.check(), Ok(()), "{}", config.kind_name());
+        }
     }
 }

@@ -33,6 +33,7 @@ use addnorm_kernels::NormBackend;
 
 use super::affine::{Affine, init_affine};
 use super::rows::{display_settings, normalize_trailing, primitive, validate_normalized_shape};
+use crate::config_error::{ConfigError, ensure, or_panic};
 
 /// Configuration of a [`DynamicTanh`], built with [`DynamicTanhConfig::init`].
 #[derive(Config, Debug)]
@@ -51,17 +52,28 @@ pub struct DynamicTanhConfig {
 }
 
 impl DynamicTanhConfig {
+    /// Checks the options without building anything: the error `init` would panic with, or
+    /// `Ok`.
+    ///
+    /// # Errors
+    /// If `normalized_shape` is empty or contains a zero, or `alpha_init` is not finite.
+    pub fn check(&self) -> Result<(), ConfigError> {
+        validate_normalized_shape("DynamicTanhConfig", &self.normalized_shape)?;
+        let alpha_init = self.alpha_init;
+        ensure(alpha_init.is_finite(), || {
+            ConfigError::new(
+                "DynamicTanhConfig.alpha_init",
+                format!("DynamicTanhConfig.alpha_init must be finite, got {alpha_init}"),
+            )
+        })
+    }
+
     /// Builds the module on `device`, with α = `alpha_init`, γ = 1 and β = 0.
     ///
     /// # Panics
-    /// If `normalized_shape` is empty or contains a zero, or `alpha_init` is not finite.
+    /// If [`check`](Self::check) refuses the config, with its error's message.
     pub fn init<B: Backend>(&self, device: &B::Device) -> DynamicTanh<B> {
-        validate_normalized_shape("DynamicTanhConfig", &self.normalized_shape);
-        assert!(
-            self.alpha_init.is_finite(),
-            "DynamicTanhConfig.alpha_init must be finite, got {}",
-            self.alpha_init
-        );
+        or_panic(self.check());
         let n = self.normalized_shape.iter().product();
         let (gamma, beta) = init_affine(self.affine, self.bias, n, device);
         DynamicTanh {
@@ -203,5 +215,33 @@ mod tests {
     fn wrong_input_width_is_rejected() {
         let device = Default::default();
         init(DynamicTanhConfig::new(vec![8])).forward(Tensor::<B, 2>::zeros([2, 9], &device));
+    }
+
+    #[test]
+    fn check_refuses_what_init_panics_on() {
+        let refusal = |config: DynamicTanhConfig| config.check().unwrap_err().to_string();
+        assert_eq!(
+            refusal(DynamicTanhConfig::new(vec![4]).with_alpha_init(f64::NAN)),
+            "DynamicTanhConfig.alpha_init must be finite, got NaN"
+        );
+        assert_eq!(
+            refusal(DynamicTanhConfig::new(vec![4]).with_alpha_init(f64::NEG_INFINITY)),
+            "DynamicTanhConfig.alpha_init must be finite, got -inf"
+        );
+        assert_eq!(
+            refusal(DynamicTanhConfig::new(vec![0])),
+            "DynamicTanhConfig.normalized_shape must not contain 0, got [0]"
+        );
+        assert_eq!(
+            refusal(DynamicTanhConfig::new(vec![])),
+            "DynamicTanhConfig.normalized_shape must name at least one dimension, got []"
+        );
+    }
+
+    #[test]
+    fn check_accepts_the_defaults() {
+        assert_eq!(DynamicTanhConfig::new(vec![4]).check(), Ok(()));
+        let negative = DynamicTanhConfig::new(vec![4]).with_alpha_init(-2.0);
+        assert_eq!(negative.check(), Ok(()), "any finite α");
     }
 }

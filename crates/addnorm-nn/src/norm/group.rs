@@ -42,6 +42,7 @@ use burn::module::{Module, Param};
 use burn::tensor::{Tensor, backend::Backend};
 
 use super::rows::validate_epsilon;
+use crate::config_error::{ConfigError, ensure, or_panic};
 
 /// Configuration of a [`GroupNorm`], built with [`GroupNormConfig::init`]; Burn's
 /// `burn::nn::GroupNormConfig`, field for field.
@@ -60,25 +61,41 @@ pub struct GroupNormConfig {
 }
 
 impl GroupNormConfig {
+    /// Checks the options without building anything: the error `init` would panic with, or
+    /// `Ok`.
+    ///
+    /// # Errors
+    /// If `num_groups` or `num_channels` is 0, `num_channels` is not a multiple of
+    /// `num_groups`, or `epsilon` is not positive and finite. The message names the field.
+    pub fn check(&self) -> Result<(), ConfigError> {
+        let (groups, channels) = (self.num_groups, self.num_channels);
+        ensure(groups > 0 && channels > 0, || {
+            ConfigError::new(
+                "GroupNormConfig",
+                format!(
+                    "GroupNormConfig.num_groups and num_channels must be positive, got \
+                     {groups} and {channels}"
+                ),
+            )
+        })?;
+        ensure(channels.is_multiple_of(groups), || {
+            ConfigError::new(
+                "GroupNormConfig.num_channels",
+                format!(
+                    "GroupNormConfig.num_channels ({channels}) must be a multiple of \
+                     num_groups ({groups})"
+                ),
+            )
+        })?;
+        validate_epsilon("GroupNormConfig", self.epsilon)
+    }
+
     /// Builds the module on `device`, with γ = 1 and β = 0 when affine.
     ///
     /// # Panics
-    /// If `num_groups` or `num_channels` is 0, `num_channels` is not a multiple of
-    /// `num_groups`, or `epsilon` is not positive and finite. The message names the field.
+    /// If [`check`](Self::check) refuses the config, with its error's message.
     pub fn init<B: Backend>(&self, device: &B::Device) -> GroupNorm<B> {
-        assert!(
-            self.num_groups > 0 && self.num_channels > 0,
-            "GroupNormConfig.num_groups and num_channels must be positive, got {} and {}",
-            self.num_groups,
-            self.num_channels
-        );
-        assert!(
-            self.num_channels.is_multiple_of(self.num_groups),
-            "GroupNormConfig.num_channels ({}) must be a multiple of num_groups ({})",
-            self.num_channels,
-            self.num_groups
-        );
-        validate_epsilon("GroupNormConfig", self.epsilon);
+        or_panic(self.check());
         let (gamma, beta) = affine_parameters(self.affine, self.num_channels, device);
         GroupNorm {
             gamma,
@@ -176,16 +193,27 @@ pub struct InstanceNormConfig {
 }
 
 impl InstanceNormConfig {
+    /// Checks the options without building anything: the error `init` would panic with, or
+    /// `Ok`.
+    ///
+    /// # Errors
+    /// If `num_channels` is 0 or `epsilon` is not positive and finite.
+    pub fn check(&self) -> Result<(), ConfigError> {
+        ensure(self.num_channels > 0, || {
+            ConfigError::new(
+                "InstanceNormConfig.num_channels",
+                "InstanceNormConfig.num_channels must be positive, got 0",
+            )
+        })?;
+        validate_epsilon("InstanceNormConfig", self.epsilon)
+    }
+
     /// Builds the module on `device`, with γ = 1 and β = 0 when affine.
     ///
     /// # Panics
-    /// If `num_channels` is 0 or `epsilon` is not positive and finite.
+    /// If [`check`](Self::check) refuses the config, with its error's message.
     pub fn init<B: Backend>(&self, device: &B::Device) -> InstanceNorm<B> {
-        assert!(
-            self.num_channels > 0,
-            "InstanceNormConfig.num_channels must be positive, got 0"
-        );
-        validate_epsilon("InstanceNormConfig", self.epsilon);
+        or_panic(self.check());
         let (gamma, beta) = affine_parameters(self.affine, self.num_channels, device);
         InstanceNorm {
             gamma,
@@ -284,5 +312,37 @@ mod tests {
         let device = Default::default();
         let norm: GroupNorm<B> = GroupNormConfig::new(2, 8).init(&device);
         let _ = norm.forward(Tensor::<B, 3>::zeros([2, 4, 3], &device));
+    }
+
+    #[test]
+    fn check_refuses_what_init_panics_on() {
+        let refusal = |config: GroupNormConfig| config.check().unwrap_err().to_string();
+        assert_eq!(
+            refusal(GroupNormConfig::new(0, 4)),
+            "GroupNormConfig.num_groups and num_channels must be positive, got 0 and 4"
+        );
+        assert_eq!(
+            refusal(GroupNormConfig::new(4, 6)),
+            "GroupNormConfig.num_channels (6) must be a multiple of num_groups (4)"
+        );
+        assert_eq!(
+            refusal(GroupNormConfig::new(2, 4).with_epsilon(0.0)),
+            "GroupNormConfig.epsilon must be positive and finite, got 0"
+        );
+        let instance = |config: InstanceNormConfig| config.check().unwrap_err().to_string();
+        assert_eq!(
+            instance(InstanceNormConfig::new(0)),
+            "InstanceNormConfig.num_channels must be positive, got 0"
+        );
+        assert_eq!(
+            instance(InstanceNormConfig::new(3).with_epsilon(-1.0)),
+            "InstanceNormConfig.epsilon must be positive and finite, got -1"
+        );
+    }
+
+    #[test]
+    fn check_accepts_the_defaults() {
+        assert_eq!(GroupNormConfig::new(2, 4).check(), Ok(()));
+        assert_eq!(InstanceNormConfig::new(3).check(), Ok(()));
     }
 }

@@ -40,6 +40,7 @@ use addnorm_kernels::{EpsilonPlacement, RowNormSpec, Variance};
 use super::affine::Affine;
 use super::row_norm::row_norm_module;
 use super::rows::{validate_epsilon, validate_normalized_shape};
+use crate::config_error::{ConfigError, or_panic};
 
 /// Configuration of a [`LayerNorm`], built with [`LayerNormConfig::init`].
 #[derive(Config, Debug)]
@@ -66,14 +67,23 @@ pub struct LayerNormConfig {
 }
 
 impl LayerNormConfig {
+    /// Checks the options without building anything: the error `init` would panic with, or
+    /// `Ok`.
+    ///
+    /// # Errors
+    /// If `normalized_shape` is empty or contains a zero, or `epsilon` is not positive and
+    /// finite. The message names the field and its value.
+    pub fn check(&self) -> Result<(), ConfigError> {
+        validate_normalized_shape("LayerNormConfig", &self.normalized_shape)?;
+        validate_epsilon("LayerNormConfig", self.epsilon)
+    }
+
     /// Builds the module on `device`, with γ = 1 and β = 0.
     ///
     /// # Panics
-    /// If `epsilon` is not positive and finite, or `normalized_shape` is empty or contains a
-    /// zero. The message names the field and its value.
+    /// If [`check`](Self::check) refuses the config, with its error's message.
     pub fn init<B: Backend>(&self, device: &B::Device) -> LayerNorm<B> {
-        validate_normalized_shape("LayerNormConfig", &self.normalized_shape);
-        validate_epsilon("LayerNormConfig", self.epsilon);
+        or_panic(self.check());
         let spec = RowNormSpec {
             variance: self.variance,
             epsilon_placement: self.epsilon_placement,
@@ -224,5 +234,38 @@ mod tests {
         let device = Default::default();
         let norm: LayerNorm<B> = LayerNormConfig::new(vec![2, 4]).init(&device);
         norm.forward(Tensor::<B, 1>::zeros([4], &device));
+    }
+
+    #[test]
+    fn check_refuses_what_init_panics_on() {
+        let refusal = |config: LayerNormConfig| config.check().unwrap_err().to_string();
+        assert_eq!(
+            refusal(LayerNormConfig::new(vec![4]).with_epsilon(0.0)),
+            "LayerNormConfig.epsilon must be positive and finite, got 0"
+        );
+        assert_eq!(
+            refusal(LayerNormConfig::new(vec![4]).with_epsilon(f64::NAN)),
+            "LayerNormConfig.epsilon must be positive and finite, got NaN"
+        );
+        assert_eq!(
+            refusal(LayerNormConfig::new(vec![])),
+            "LayerNormConfig.normalized_shape must name at least one dimension, got []"
+        );
+        assert_eq!(
+            refusal(LayerNormConfig::new(vec![3, 0])),
+            "LayerNormConfig.normalized_shape must not contain 0, got [3, 0]"
+        );
+        let error = LayerNormConfig::new(vec![3, 0]).check().unwrap_err();
+        assert_eq!(error.field(), "LayerNormConfig.normalized_shape");
+    }
+
+    #[test]
+    fn check_accepts_the_defaults_and_every_variant() {
+        assert_eq!(LayerNormConfig::new(vec![4]).check(), Ok(()));
+        let variant = LayerNormConfig::new(vec![2, 3])
+            .with_variance(Variance::Unbiased)
+            .with_epsilon_placement(EpsilonPlacement::AddedToStd)
+            .with_affine(Affine::Off);
+        assert_eq!(variant.check(), Ok(()));
     }
 }

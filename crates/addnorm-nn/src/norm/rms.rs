@@ -40,6 +40,7 @@ use addnorm_kernels::RowNormSpec;
 use super::affine::Affine;
 use super::row_norm::row_norm_module;
 use super::rows::{validate_epsilon, validate_normalized_shape};
+use crate::config_error::{ConfigError, ensure, or_panic};
 
 /// Configuration of an [`RmsNorm`], built with [`RmsNormConfig::init`].
 #[derive(Config, Debug)]
@@ -62,33 +63,44 @@ pub struct RmsNormConfig {
 }
 
 impl RmsNormConfig {
+    /// Checks the options without building anything: the error `init` would panic with, or
+    /// `Ok`.
+    ///
+    /// # Errors
+    /// If `normalized_shape` is empty or contains a zero, `epsilon` is not positive and
+    /// finite, or `partial` is outside (0, 1]. The message names the field and its value.
+    pub fn check(&self) -> Result<(), ConfigError> {
+        validate_normalized_shape("RmsNormConfig", &self.normalized_shape)?;
+        validate_epsilon("RmsNormConfig", self.epsilon)?;
+        let n = self.normalized_shape.iter().product();
+        self.partial
+            .map_or(Ok(()), |p| partial_features(p, n).map(|_| ()))
+    }
+
     /// Builds the module on `device`, with γ = 1 (and β = 0 with bias).
     ///
     /// # Panics
-    /// If `epsilon` is not positive and finite, `normalized_shape` is empty or contains a
-    /// zero, or `partial` is outside (0, 1]. The message names the field and its value.
+    /// If [`check`](Self::check) refuses the config, with its error's message.
     pub fn init<B: Backend>(&self, device: &B::Device) -> RmsNorm<B> {
-        validate_normalized_shape("RmsNormConfig", &self.normalized_shape);
-        validate_epsilon("RmsNormConfig", self.epsilon);
+        or_panic(self.check());
         let n: usize = self.normalized_shape.iter().product();
         let spec = RowNormSpec {
-            statistics_features: self.partial.map(|p| partial_features(p, n)),
+            statistics_features: self.partial.map(|p| or_panic(partial_features(p, n))),
             ..RowNormSpec::rms_norm(self.epsilon)
         };
         RmsNorm::new(&self.normalized_shape, self.affine, self.bias, spec, device)
     }
 }
 
-/// pRMSNorm's `k = ⌈p·n⌉`, at least 1.
-///
-/// # Panics
-/// If `p` is outside (0, 1].
-fn partial_features(p: f64, n: usize) -> usize {
-    assert!(
-        p > 0.0 && p <= 1.0,
-        "RmsNormConfig.partial must lie in (0, 1], got {p}"
-    );
-    ((p * n as f64).ceil() as usize).clamp(1, n)
+/// pRMSNorm's `k = ⌈p·n⌉`, at least 1; refuses a `p` outside (0, 1].
+fn partial_features(p: f64, n: usize) -> Result<usize, ConfigError> {
+    ensure(p > 0.0 && p <= 1.0, || {
+        ConfigError::new(
+            "RmsNormConfig.partial",
+            format!("RmsNormConfig.partial must lie in (0, 1], got {p}"),
+        )
+    })?;
+    Ok(((p * n as f64).ceil() as usize).clamp(1, n))
 }
 
 row_norm_module! {
@@ -229,5 +241,46 @@ mod tests {
     )]
     fn empty_shape_is_rejected() {
         init(RmsNormConfig::new(vec![]));
+    }
+
+    #[test]
+    fn check_refuses_what_init_panics_on() {
+        let refusal = |config: RmsNormConfig| config.check().unwrap_err().to_string();
+        let partial = |p| RmsNormConfig::new(vec![4]).with_partial(Some(p));
+        assert_eq!(
+            refusal(partial(0.0)),
+            "RmsNormConfig.partial must lie in (0, 1], got 0"
+        );
+        assert_eq!(
+            refusal(partial(1.5)),
+            "RmsNormConfig.partial must lie in (0, 1], got 1.5"
+        );
+        assert_eq!(
+            refusal(partial(f64::NAN)),
+            "RmsNormConfig.partial must lie in (0, 1], got NaN"
+        );
+        assert_eq!(
+            partial(0.0).check().unwrap_err().field(),
+            "RmsNormConfig.partial"
+        );
+        assert_eq!(
+            refusal(RmsNormConfig::new(vec![4]).with_epsilon(f64::INFINITY)),
+            "RmsNormConfig.epsilon must be positive and finite, got inf"
+        );
+        assert_eq!(
+            refusal(RmsNormConfig::new(vec![])),
+            "RmsNormConfig.normalized_shape must name at least one dimension, got []"
+        );
+        assert_eq!(
+            refusal(RmsNormConfig::new(vec![0])),
+            "RmsNormConfig.normalized_shape must not contain 0, got [0]"
+        );
+    }
+
+    #[test]
+    fn check_accepts_the_defaults_and_a_partial_norm() {
+        assert_eq!(RmsNormConfig::new(vec![4]).check(), Ok(()));
+        let partial = RmsNormConfig::new(vec![4]).with_partial(Some(1.0));
+        assert_eq!(partial.with_affine(Affine::UnitOffset).check(), Ok(()));
     }
 }

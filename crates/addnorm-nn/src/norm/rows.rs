@@ -11,24 +11,36 @@ use addnorm_kernels::NormBackend;
 use burn::module::DisplaySettings;
 use burn::tensor::{Shape, Tensor, TensorPrimitive, backend::Backend, ops::FloatTensor};
 
-/// Panics unless `normalized_shape` is non-empty and free of zeros.
-pub(crate) fn validate_normalized_shape(config: &str, normalized_shape: &[usize]) {
-    assert!(
-        !normalized_shape.is_empty(),
-        "{config}.normalized_shape must name at least one dimension, got []"
-    );
-    assert!(
-        normalized_shape.iter().all(|&s| s > 0),
-        "{config}.normalized_shape must not contain 0, got {normalized_shape:?}"
-    );
+use crate::config_error::{ConfigError, ensure};
+
+/// Refuses a `normalized_shape` that is empty or holds a zero; `config` names the config.
+pub(crate) fn validate_normalized_shape(
+    config: &str,
+    normalized_shape: &[usize],
+) -> Result<(), ConfigError> {
+    let field = format!("{config}.normalized_shape");
+    ensure(!normalized_shape.is_empty(), || {
+        ConfigError::new(
+            &field,
+            format!("{field} must name at least one dimension, got []"),
+        )
+    })?;
+    ensure(normalized_shape.iter().all(|&s| s > 0), || {
+        ConfigError::new(
+            &field,
+            format!("{field} must not contain 0, got {normalized_shape:?}"),
+        )
+    })
 }
 
-/// Panics unless ε is positive and finite.
-pub(crate) fn validate_epsilon(config: &str, epsilon: f64) {
-    assert!(
-        epsilon.is_finite() && epsilon > 0.0,
-        "{config}.epsilon must be positive and finite, got {epsilon}"
-    );
+/// Refuses an ε that is not positive and finite; `config` names the config.
+pub(crate) fn validate_epsilon(config: &str, epsilon: f64) -> Result<(), ConfigError> {
+    ensure(epsilon.is_finite() && epsilon > 0.0, || {
+        ConfigError::new(
+            format!("{config}.epsilon"),
+            format!("{config}.epsilon must be positive and finite, got {epsilon}"),
+        )
+    })
 }
 
 /// Checks that `x` ends in `normalized_shape`, flattens it to `[rows, n]`, applies
