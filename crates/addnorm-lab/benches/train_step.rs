@@ -13,6 +13,9 @@
 //! cargo bench --bench train_step -- --fused-adamw  # FusedAdamW in your loop too
 //! ```
 //!
+//! Any other argument prints this usage and exits with code 2 (`--help` included), before
+//! anything runs.
+//!
 //! **Your loop** (the headline column) is what a user who adds `addnorm` to their model
 //! gets: the step called from the main thread, which is no rayon worker, with the default
 //! allocator, and the loss in Burn's ops (`log_softmax` + `gather`). Each model's step is
@@ -170,7 +173,7 @@ impl Trainer {
             .expect("the model is put back after each step");
         let logits = model.forward(inputs);
         let loss = match self.mode {
-            Loop::User => masked_cross_entropy(logits, targets, mask),
+            Loop::User { .. } => masked_cross_entropy(logits, targets, mask),
             // The lab's objective: addnorm's fused cross-entropy kernel.
             Loop::Tuned => objective(logits, targets, mask, 0.0),
         };
@@ -206,16 +209,14 @@ enum Adam {
 
 impl Adam {
     fn for_loop(mode: Loop) -> Self {
-        if mode == Loop::Tuned || std::env::args().any(|a| a == FUSED_ADAMW) {
-            Self::Fused(FusedAdamWConfig::new().init())
-        } else {
-            Self::Burn(AdamWConfig::new().init())
+        match mode {
+            Loop::User { fused_adamw: false } => Self::Burn(AdamWConfig::new().init()),
+            Loop::User { fused_adamw: true } | Loop::Tuned => {
+                Self::Fused(FusedAdamWConfig::new().init())
+            }
         }
     }
 }
-
-/// The flag that gives the user's loop [`FusedAdamW`] instead of Burn's `AdamW`.
-const FUSED_ADAMW: &str = "--fused-adamw";
 
 /// One step's `[forward + loss, backward + GradientsParams, AdamW, total]` wall times.
 #[derive(Clone, Copy, Debug)]
@@ -428,38 +429,109 @@ fn model_config(base: TransformerStackConfig, batches: Batches) -> TransformerSt
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    if let Some(model) = arg(&args, "--alone") {
-        return print_alone(&args, model);
+    let options = Options::parse(std::env::args().skip(1)).unwrap_or_else(|refusal| {
+        eprintln!("train_step: {refusal}\n\n{USAGE}");
+        std::process::exit(2)
+    });
+    if let Some(model) = &options.alone {
+        return print_alone(&options, model);
     }
     // The headline: a library user's own loop, on this (main) thread, with the default
     // allocator. Then, unless `--no-tuned`, the `addnorm` binary's settings, applied after
     // the user's loop has run since they cannot be undone: `keep_freed_memory` and the
     // steps on a worker of a rayon pool.
-    let torch = if args.iter().any(|a| a == "--no-torch") {
-        vec![]
+    let torch = if options.torch {
+        torch_timings(options.steps)
     } else {
-        let steps = arg(&args, "--steps").map_or(Ok(40), |v| v.parse());
-        torch_timings(steps.expect("--steps takes a positive integer"))
+        vec![]
     };
-    let mut user = run(&args, Loop::User);
+    let mut user = run(&options, options.user_loop());
     // The headline column: each model's fused step alone in a fresh process, as a user's
     // program runs it, not after the other models and variants have shaped this process's
     // heap (glibc's mmap threshold rises as large buffers are freed, so later runs get
     // already-mapped memory). The in-process times stay for the ratios' baselines.
     for measured in &mut user {
-        (measured.fused, measured.allocations) = alone(&args, measured.name);
+        (measured.fused, measured.allocations) = alone(&options, measured.name);
     }
-    let tuned = if args.iter().any(|a| a == "--no-tuned") {
-        vec![]
-    } else {
+    let tuned = if options.tuned {
         keep_freed_memory();
         rayon::ThreadPoolBuilder::new()
             .build()
             .expect("a rayon pool can be built")
-            .install(|| run(&args, Loop::Tuned))
+            .install(|| run(&options, Loop::Tuned))
+    } else {
+        vec![]
     };
     report(&torch, &user, &tuned);
+}
+
+/// The bench's usage, printed on an unknown argument.
+const USAGE: &str = "usage: cargo bench --bench train_step -- [--steps N] [--no-torch] \
+[--no-tuned] [--model TEXT] [--fused-only] [--fused-adamw]";
+
+/// The bench's command line, parsed once (see the module docs).
+#[derive(Clone, Debug, PartialEq)]
+struct Options {
+    /// `--steps N`: steps per model and variant (default 40).
+    steps: usize,
+    /// Unless `--no-torch`: the PyTorch column.
+    torch: bool,
+    /// Unless `--no-tuned`: the tuned loop's column.
+    tuned: bool,
+    /// `--model TEXT`: only the models whose name contains it.
+    model: Option<String>,
+    /// `--fused-only`: the fused step only, without the Burn baselines.
+    fused_only: bool,
+    /// `--fused-adamw`: [`FusedAdamW`] in the user's loop too.
+    fused_adamw: bool,
+    /// `--alone NAME` (the bench's own child processes): one model's user-loop step.
+    alone: Option<String>,
+}
+
+impl Options {
+    /// Parses the arguments after the program name; `Err` says what is wrong with the first
+    /// argument that is not known, lacks its value or whose value does not parse. `--bench`,
+    /// which `cargo bench` passes, is ignored.
+    fn parse(args: impl IntoIterator<Item = String>) -> Result<Self, String> {
+        let mut options = Options {
+            steps: 40,
+            torch: true,
+            tuned: true,
+            model: None,
+            fused_only: false,
+            fused_adamw: false,
+            alone: None,
+        };
+        let mut args = args.into_iter();
+        while let Some(arg) = args.next() {
+            let mut value = || args.next().ok_or_else(|| format!("{arg} takes a value"));
+            match arg.as_str() {
+                "--steps" => {
+                    let v = value()?;
+                    options.steps =
+                        v.parse().ok().filter(|&n| n > 0).ok_or_else(|| {
+                            format!("--steps takes a positive integer, got {v:?}")
+                        })?;
+                }
+                "--model" => options.model = Some(value()?),
+                "--alone" => options.alone = Some(value()?),
+                "--no-torch" => options.torch = false,
+                "--no-tuned" => options.tuned = false,
+                "--fused-only" => options.fused_only = true,
+                "--fused-adamw" => options.fused_adamw = true,
+                "--bench" => {}
+                _ => return Err(format!("unknown argument {arg:?}")),
+            }
+        }
+        Ok(options)
+    }
+
+    /// The user's loop these options ask for.
+    fn user_loop(&self) -> Loop {
+        Loop::User {
+            fused_adamw: self.fused_adamw,
+        }
+    }
 }
 
 /// The fused user-loop step of the model named `name`, timed in a child process of this
@@ -467,11 +539,11 @@ fn main() {
 ///
 /// # Panics
 /// If the child fails or prints no phases.
-fn alone(args: &[String], name: &str) -> (Phases, [[u64; 2]; 3]) {
-    let steps = arg(args, "--steps").map_or("40", |v| v.as_str());
+fn alone(options: &Options, name: &str) -> (Phases, [[u64; 2]; 3]) {
+    let steps = options.steps.to_string();
     let out = std::process::Command::new(std::env::current_exe().expect("the bench's path"))
-        .args(["--alone", name, "--steps", steps])
-        .args(std::env::args().filter(|a| a == FUSED_ADAMW))
+        .args(["--alone", name, "--steps", &steps])
+        .args(options.fused_adamw.then_some("--fused-adamw"))
         .output()
         .expect("the child bench starts");
     let text = String::from_utf8_lossy(&out.stdout);
@@ -502,18 +574,18 @@ fn child_numbers<const N: usize>(text: &str, name: &str, label: &str) -> [u64; N
 
 /// `--alone NAME`: the model's fused user-loop step alone in this process; prints its
 /// phase medians in nanoseconds for [`alone`].
-fn print_alone(args: &[String], name: &str) {
-    let steps =
-        arg(args, "--steps").map_or(40, |v| v.parse().expect("--steps takes a positive integer"));
+fn print_alone(options: &Options, name: &str) {
     let (_, base, batches) = models()
         .into_iter()
         .find(|(n, ..)| *n == name)
         .unwrap_or_else(|| panic!("no model named {name}"));
     let config = model_config(base, batches);
-    let (fused, ..) = compare(&config, batches, batches.steps(steps), (true, Loop::User));
+    let mode = options.user_loop();
+    let (fused, ..) = compare(&config, batches, batches.steps(options.steps), (true, mode));
     let nanos = fused.0.map(|d| d.as_nanos().to_string());
     println!("phases-ns {}", nanos.join(" "));
-    let counts = allocations(&config, batches).map(|[calls, bytes]| format!("{calls} {bytes}"));
+    let counts =
+        allocations(&config, batches, mode).map(|[calls, bytes]| format!("{calls} {bytes}"));
     println!("allocations {}", counts.join(" "));
 }
 
@@ -522,9 +594,9 @@ const COUNTED_STEPS: usize = 5;
 
 /// The median heap allocations `(calls, bytes)` of each phase of a fused user-loop step
 /// (forward with the loss, backward with `GradientsParams`, AdamW), over
-/// [`COUNTED_STEPS`] steps of a fresh model after its warm-up.
-fn allocations(config: &TransformerStackConfig, batches: Batches) -> [[u64; 2]; 3] {
-    let mut trainer = Trainer::new(config, batches, Loop::User);
+/// [`COUNTED_STEPS`] steps of a fresh model in the user's loop `mode`, after its warm-up.
+fn allocations(config: &TransformerStackConfig, batches: Batches, mode: Loop) -> [[u64; 2]; 3] {
+    let mut trainer = Trainer::new(config, batches, mode);
     let steps: Vec<[[u64; 2]; 3]> = (0..WARMUP_STEPS + COUNTED_STEPS)
         .map(|_| {
             trainer.step();
@@ -540,8 +612,9 @@ fn allocations(config: &TransformerStackConfig, batches: Batches) -> [[u64; 2]; 
 /// Which loop a measurement ran in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Loop {
-    /// A library user's own loop: the calling (main) thread, the default allocator.
-    User,
+    /// A library user's own loop: the calling (main) thread, the default allocator, and
+    /// Burn's `AdamW` unless `fused_adamw` (`--fused-adamw`) gives it [`FusedAdamW`].
+    User { fused_adamw: bool },
     /// The `addnorm` binary's: `keep_freed_memory`, the steps on a rayon pool worker.
     Tuned,
 }
@@ -597,13 +670,6 @@ fn models() -> Vec<(&'static str, TransformerStackConfig, Batches)> {
     ]
 }
 
-/// The value after `flag`, if given.
-fn arg<'a>(args: &'a [String], flag: &str) -> Option<&'a String> {
-    args.iter()
-        .position(|a| a == flag)
-        .and_then(|i| args.get(i + 1))
-}
-
 /// The floating-point operations of one training step's matrix products
 /// ([`addnorm_lab::runner::resources::step_matmul_flops`]).
 fn step_flops(config: &TransformerStackConfig, batches: Batches) -> f64 {
@@ -615,15 +681,14 @@ fn step_flops(config: &TransformerStackConfig, batches: Batches) -> f64 {
 }
 
 /// Every model's medians in `mode` (the Burn baselines in the user's loop only).
-fn run(args: &[String], mode: Loop) -> Vec<Measured> {
-    let steps =
-        arg(args, "--steps").map_or(40, |v| v.parse().expect("--steps takes a positive integer"));
+fn run(options: &Options, mode: Loop) -> Vec<Measured> {
+    let steps = options.steps;
     // For profiling one model's fused step: `-- --model T128 --fused-only --no-torch`.
-    let only_model = arg(args, "--model");
-    let fused_only = mode == Loop::Tuned || args.iter().any(|a| a == "--fused-only");
+    let only_model = options.model.as_deref();
+    let fused_only = mode == Loop::Tuned || options.fused_only;
     models()
         .into_iter()
-        .filter(|(name, ..)| only_model.is_none_or(|m| name.contains(m.as_str())))
+        .filter(|(name, ..)| only_model.is_none_or(|m| name.contains(m)))
         .map(|(name, base, batches)| {
             let config = model_config(base, batches);
             let (fused, composite, burn_nn) =
