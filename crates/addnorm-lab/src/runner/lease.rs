@@ -23,8 +23,7 @@
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, RecvTimeoutError, Sender};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
@@ -70,7 +69,8 @@ pub enum Acquisition {
 pub struct Lease {
     path: PathBuf,
     token: String,
-    stop: Arc<AtomicBool>,
+    /// Dropping it stops the heartbeat thread at once (its wait ends disconnected).
+    stop: Option<Sender<()>>,
     heartbeat: Option<std::thread::JoinHandle<()>>,
 }
 
@@ -196,26 +196,23 @@ impl Lease {
         ))
     }
 
+    /// The lease on the claim at `path`, with a thread that refreshes it every
+    /// [`heartbeat_every`](Self::heartbeat_every) until the lease is dropped. The thread
+    /// waits on a channel, not in sleeps, so a drop stops it at once: a worker releasing a
+    /// run waits for no tick (up to 100 ms a run with the sleeps it replaced).
     fn hold(path: PathBuf, token: String, timeout: Duration) -> Self {
-        let stop = Arc::new(AtomicBool::new(false));
+        let (stop, stopped) = mpsc::channel::<()>();
         let every = Self::heartbeat_every(timeout);
-        let (p, t, s) = (path.clone(), token.clone(), stop.clone());
+        let (p, t) = (path.clone(), token.clone());
         let heartbeat = std::thread::spawn(move || {
-            let tick = Duration::from_millis(100).min(every);
-            let mut waited = Duration::ZERO;
-            while !s.load(Ordering::Relaxed) {
-                std::thread::sleep(tick);
-                waited += tick;
-                if waited >= every {
-                    waited = Duration::ZERO;
-                    refresh(&p, &t);
-                }
+            while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(every) {
+                refresh(&p, &t);
             }
         });
         Self {
             path,
             token,
-            stop,
+            stop: Some(stop),
             heartbeat: Some(heartbeat),
         }
     }
@@ -257,7 +254,7 @@ fn take_aside(path: &Path, judged: &Holder, taker: &str) -> Result<(), LabError>
 
 impl Drop for Lease {
     fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
+        drop(self.stop.take());
         if let Some(handle) = self.heartbeat.take() {
             handle.join().ok();
         }
@@ -298,6 +295,33 @@ mod tests {
             Lease::acquire(&dir, "run", timeout).unwrap(),
             Acquisition::Acquired(_)
         ));
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    /// The heartbeat thread rewrites the claim every `heartbeat_every` while the lease
+    /// lives, and stops when it is dropped: the claim then goes, and a heartbeat aged by
+    /// hand stays aged.
+    #[test]
+    fn the_heartbeat_refreshes_the_claim_until_the_lease_is_dropped() {
+        let dir = temp("heartbeat");
+        // A 0.8 s timeout refreshes every 0.2 s (the lower clamp).
+        let timeout = Duration::from_millis(800);
+        assert_eq!(Lease::heartbeat_every(timeout), Duration::from_millis(200));
+        let Acquisition::Acquired(lease) = Lease::acquire(&dir, "run", timeout).unwrap() else {
+            panic!("the first claim succeeds");
+        };
+        let path = dir.join("run.json");
+        let age = |path: &Path| {
+            let mut holder: Holder = read_json(path).unwrap();
+            holder.heartbeat = 1;
+            std::fs::write(path, serde_json::to_vec(&holder).unwrap()).unwrap();
+        };
+        age(&path);
+        std::thread::sleep(Duration::from_millis(700));
+        let refreshed: Holder = read_json(&path).unwrap();
+        assert!(refreshed.heartbeat > 1, "a live lease refreshes its claim");
+        drop(lease);
+        assert!(!path.exists(), "a dropped lease releases its claim");
         std::fs::remove_dir_all(&dir).ok();
     }
 
