@@ -43,6 +43,14 @@ impl ConfigError {
         }
     }
 
+    /// The rule about `field` broken, with a message that names the field first:
+    /// `"{field} {complaint}"` (`"RotaryConfig.theta must be finite and above 1, got 0.5"`).
+    pub(crate) fn of_field(field: impl Into<String>, complaint: impl core::fmt::Display) -> Self {
+        let field = field.into();
+        let message = format!("{field} {complaint}");
+        Self { field, message }
+    }
+
     /// The config and the field the rule is about, as the message names them: a path such
     /// as `"TransformerStackConfig.block.d_model"`, or the config's name alone
     /// (`"FeedForwardConfig"`) when the rule ties several fields. A rule of a config that
@@ -101,6 +109,13 @@ mod tests {
         assert_eq!(error.message(), "ε must be positive, got 0");
         let boxed: Box<dyn std::error::Error> = Box::new(error.clone());
         assert_eq!(boxed.to_string(), error.message());
+    }
+
+    #[test]
+    fn of_field_names_the_field_first() {
+        let error = ConfigError::of_field("RotaryConfig.theta", format_args!("got {}", 0.5));
+        assert_eq!(error.field(), "RotaryConfig.theta");
+        assert_eq!(error.message(), "RotaryConfig.theta got 0.5");
     }
 
     #[test]

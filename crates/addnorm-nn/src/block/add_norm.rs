@@ -151,9 +151,9 @@ pub(crate) fn builds_norms(placement: Placement) -> bool {
 /// Refuses a LayerScale initial value that is not finite.
 pub(crate) fn validate_layer_scale(init: f64) -> Result<(), ConfigError> {
     ensure(init.is_finite(), || {
-        ConfigError::new(
+        ConfigError::of_field(
             "TransformerBlockConfig.layer_scale",
-            format!("TransformerBlockConfig.layer_scale must be finite, got {init}"),
+            format_args!("must be finite, got {init}"),
         )
     })
 }

@@ -248,12 +248,9 @@ impl MultiHeadSelfAttentionConfig {
         };
         let key_value = self.n_kv_heads.unwrap_or(query);
         ensure(key_value > 0 && query.is_multiple_of(key_value), || {
-            ConfigError::new(
+            ConfigError::of_field(
                 "MultiHeadSelfAttentionConfig.n_kv_heads",
-                format!(
-                    "MultiHeadSelfAttentionConfig.n_kv_heads ({key_value}) must divide \
-                     n_heads ({query})"
-                ),
+                format_args!("({key_value}) must divide n_heads ({query})"),
             )
         })?;
         Ok(Heads {

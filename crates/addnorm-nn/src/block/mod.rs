@@ -37,9 +37,9 @@ use crate::config_error::{ConfigError, ensure};
 /// Refuses a `dropout` outside [0, 1); `config` names the config (`"FeedForwardConfig"`).
 pub(crate) fn validate_dropout(config: &str, dropout: f64) -> Result<(), ConfigError> {
     ensure((0.0..1.0).contains(&dropout), || {
-        ConfigError::new(
+        ConfigError::of_field(
             format!("{config}.dropout"),
-            format!("{config}.dropout must lie in [0, 1), got {dropout}"),
+            format_args!("must lie in [0, 1), got {dropout}"),
         )
     })
 }
@@ -52,11 +52,9 @@ pub(crate) fn validate_heads(
 ) -> Result<(), ConfigError> {
     let valid = n_heads > 0 && d_model > 0 && d_model.is_multiple_of(n_heads);
     ensure(valid, || {
-        ConfigError::new(
+        ConfigError::of_field(
             format!("{config}.d_model"),
-            format!(
-                "{config}.d_model ({d_model}) must be a positive multiple of n_heads ({n_heads})"
-            ),
+            format_args!("({d_model}) must be a positive multiple of n_heads ({n_heads})"),
         )
     })
 }
@@ -65,9 +63,9 @@ pub(crate) fn validate_heads(
 /// `field` (the config and its field) and the value.
 pub(crate) fn validate_softcap(field: &str, cap: Option<f64>) -> Result<(), ConfigError> {
     match cap {
-        Some(cap) if !(cap.is_finite() && cap > 0.0) => Err(ConfigError::new(
+        Some(cap) if !(cap.is_finite() && cap > 0.0) => Err(ConfigError::of_field(
             field,
-            format!("{field} must be positive and finite, got {cap}"),
+            format_args!("must be positive and finite, got {cap}"),
         )),
         _ => Ok(()),
     }

@@ -40,9 +40,9 @@ impl RotaryConfig {
     pub(crate) fn validate(&self, d_head: usize) -> Result<(), ConfigError> {
         let theta = self.theta;
         ensure(theta.is_finite() && theta > 1.0, || {
-            ConfigError::new(
+            ConfigError::of_field(
                 "RotaryConfig.theta",
-                format!("RotaryConfig.theta must be finite and above 1, got {theta}"),
+                format_args!("must be finite and above 1, got {theta}"),
             )
         })?;
         ensure(d_head.is_multiple_of(2), || {

@@ -147,10 +147,10 @@ impl TransformerStackConfig {
         super::validate_heads("TransformerStackConfig.block", block.d_model, block.n_heads)?;
         super::validate_dropout("TransformerStackConfig.block", block.dropout)?;
         ensure(block.conditioning.is_none(), || {
-            ConfigError::new(
+            ConfigError::of_field(
                 "TransformerStackConfig.block.conditioning",
-                "TransformerStackConfig.block.conditioning must be None: the language model \
-                 has no conditioning input (build adaLN-Zero blocks with TransformerBlockConfig)",
+                "must be None: the language model has no conditioning input (build adaLN-Zero \
+                 blocks with TransformerBlockConfig)",
             )
         })?;
         super::validate_softcap(
@@ -167,9 +167,9 @@ impl TransformerStackConfig {
     /// Refuses a stack without blocks, tokens or positions, or whose blocks see the future.
     fn validate_language_model(&self) -> Result<(), ConfigError> {
         ensure(self.block.n_layers > 0, || {
-            ConfigError::new(
+            ConfigError::of_field(
                 "TransformerStackConfig.block.n_layers",
-                "TransformerStackConfig.block.n_layers must be at least 1, got 0",
+                "must be at least 1, got 0",
             )
         })?;
         let (vocab_size, max_seq_len) = (self.vocab_size, self.max_seq_len);
@@ -183,10 +183,9 @@ impl TransformerStackConfig {
             )
         })?;
         ensure(self.block.causal, || {
-            ConfigError::new(
+            ConfigError::of_field(
                 "TransformerStackConfig.block.causal",
-                "TransformerStackConfig.block.causal must be true (the stack is a causal \
-                 language model), got false",
+                "must be true (the stack is a causal language model), got false",
             )
         })
     }

@@ -267,31 +267,25 @@ impl TransformerBlockConfig {
     fn validate_layout(&self) -> Result<(), ConfigError> {
         let field = |name: &str| format!("TransformerBlockConfig.{name}");
         ensure(self.n_layers > 0, || {
-            ConfigError::new(
-                field("n_layers"),
-                "TransformerBlockConfig.n_layers must be at least 1, got 0",
-            )
+            ConfigError::of_field(field("n_layers"), "must be at least 1, got 0")
         })?;
         let placement = self.placement;
-        ensure(
-            self.conditioning.is_none() || placement == Placement::Pre,
-            || {
-                ConfigError::new(
-                    field("conditioning"),
-                    format!(
-                        "TransformerBlockConfig.conditioning (adaLN-Zero) modulates a Pre block's \
-                     input norms; placement is {placement}"
-                    ),
-                )
-            },
-        )?;
-        let gated = placement != Placement::Parallel && self.conditioning.is_none();
+        let conditioned = self.conditioning.is_some();
+        ensure(!conditioned || placement == Placement::Pre, || {
+            ConfigError::of_field(
+                field("conditioning"),
+                format_args!(
+                    "(adaLN-Zero) modulates a Pre block's input norms; placement is {placement}"
+                ),
+            )
+        })?;
+        let gated = placement != Placement::Parallel && !conditioned;
         ensure(!self.residual_gate || gated, || {
-            ConfigError::new(
+            ConfigError::of_field(
                 field("residual_gate"),
-                format!(
-                    "TransformerBlockConfig.residual_gate replaces a residual sum x + F(x) by a \
-                     GRU cell; placement {placement} with conditioning {:?} has none to replace",
+                format_args!(
+                    "replaces a residual sum x + F(x) by a GRU cell; placement {placement} with \
+                     conditioning {:?} has none to replace",
                     self.conditioning
                 ),
             )

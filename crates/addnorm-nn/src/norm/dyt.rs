@@ -61,9 +61,9 @@ impl DynamicTanhConfig {
         validate_normalized_shape("DynamicTanhConfig", &self.normalized_shape)?;
         let alpha_init = self.alpha_init;
         ensure(alpha_init.is_finite(), || {
-            ConfigError::new(
+            ConfigError::of_field(
                 "DynamicTanhConfig.alpha_init",
-                format!("DynamicTanhConfig.alpha_init must be finite, got {alpha_init}"),
+                format_args!("must be finite, got {alpha_init}"),
             )
         })
     }

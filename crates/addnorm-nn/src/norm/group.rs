@@ -79,12 +79,9 @@ impl GroupNormConfig {
             )
         })?;
         ensure(channels.is_multiple_of(groups), || {
-            ConfigError::new(
+            ConfigError::of_field(
                 "GroupNormConfig.num_channels",
-                format!(
-                    "GroupNormConfig.num_channels ({channels}) must be a multiple of \
-                     num_groups ({groups})"
-                ),
+                format_args!("({channels}) must be a multiple of num_groups ({groups})"),
             )
         })?;
         validate_epsilon("GroupNormConfig", self.epsilon)
@@ -200,10 +197,7 @@ impl InstanceNormConfig {
     /// If `num_channels` is 0 or `epsilon` is not positive and finite.
     pub fn check(&self) -> Result<(), ConfigError> {
         ensure(self.num_channels > 0, || {
-            ConfigError::new(
-                "InstanceNormConfig.num_channels",
-                "InstanceNormConfig.num_channels must be positive, got 0",
-            )
+            ConfigError::of_field("InstanceNormConfig.num_channels", "must be positive, got 0")
         })?;
         validate_epsilon("InstanceNormConfig", self.epsilon)
     }

@@ -95,9 +95,9 @@ impl RmsNormConfig {
 /// pRMSNorm's `k = ⌈p·n⌉`, at least 1; refuses a `p` outside (0, 1].
 fn partial_features(p: f64, n: usize) -> Result<usize, ConfigError> {
     ensure(p > 0.0 && p <= 1.0, || {
-        ConfigError::new(
+        ConfigError::of_field(
             "RmsNormConfig.partial",
-            format!("RmsNormConfig.partial must lie in (0, 1], got {p}"),
+            format_args!("must lie in (0, 1], got {p}"),
         )
     })?;
     Ok(((p * n as f64).ceil() as usize).clamp(1, n))

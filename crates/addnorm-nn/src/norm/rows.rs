@@ -18,17 +18,14 @@ pub(crate) fn validate_normalized_shape(
     config: &str,
     normalized_shape: &[usize],
 ) -> Result<(), ConfigError> {
-    let field = format!("{config}.normalized_shape");
+    let field = || format!("{config}.normalized_shape");
     ensure(!normalized_shape.is_empty(), || {
-        ConfigError::new(
-            &field,
-            format!("{field} must name at least one dimension, got []"),
-        )
+        ConfigError::of_field(field(), "must name at least one dimension, got []")
     })?;
     ensure(normalized_shape.iter().all(|&s| s > 0), || {
-        ConfigError::new(
-            &field,
-            format!("{field} must not contain 0, got {normalized_shape:?}"),
+        ConfigError::of_field(
+            field(),
+            format_args!("must not contain 0, got {normalized_shape:?}"),
         )
     })
 }
@@ -36,9 +33,9 @@ pub(crate) fn validate_normalized_shape(
 /// Refuses an ε that is not positive and finite; `config` names the config.
 pub(crate) fn validate_epsilon(config: &str, epsilon: f64) -> Result<(), ConfigError> {
     ensure(epsilon.is_finite() && epsilon > 0.0, || {
-        ConfigError::new(
+        ConfigError::of_field(
             format!("{config}.epsilon"),
-            format!("{config}.epsilon must be positive and finite, got {epsilon}"),
+            format_args!("must be positive and finite, got {epsilon}"),
         )
     })
 }
