@@ -18,7 +18,10 @@
 //!
 //! It changes process-wide state, so the library never calls it by itself: the `addnorm`
 //! binary and the benches call it first thing, and a user's own training binary may too.
-//! On other C libraries than glibc it does nothing.
+//! On other C libraries than glibc it does nothing. Without it, the fused kernels' own
+//! large outputs are still reused from one step to the next (`super::output_pool`); what
+//! it adds is the same for Burn's ops (the residual adds, the gradient sums) and the
+//! smaller buffers.
 //!
 //! # Formula
 //! `mallopt(M_MMAP_THRESHOLD, 32 MiB)`, `mallopt(M_TRIM_THRESHOLD, 1 GiB)`: allocations

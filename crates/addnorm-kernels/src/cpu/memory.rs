@@ -12,6 +12,11 @@
 //! plain `Vec` freed by the global allocator. Elsewhere than Linux, or when the kernel
 //! refuses (THP off), nothing changes.
 //!
+//! With the `ndarray` feature, an output of at least `output_pool::MIN_BYTES` is first
+//! looked for in the output pool (`super::output_pool`): the buffer of an earlier output of
+//! the same length that Burn has dropped, its pages mapped already. Only when there is none
+//! is a new buffer allocated and advised as above.
+//!
 //! # Formula
 //! The advised range is the buffer's interior aligned to 2 MiB:
 //! `[⌈start / 2 MiB⌉·2 MiB, ⌊end / 2 MiB⌋·2 MiB)`, and only for buffers of at least
@@ -29,8 +34,9 @@ const HUGE_PAGE: usize = 2 << 20;
 /// small allocations are often reused from the allocator's free lists anyway.
 pub const HUGE_PAGE_MIN_BYTES: usize = 4 << 20;
 
-/// A zeroed buffer of `len` elements for a kernel's output, advised to use huge pages when
-/// it is large (see the [module docs](self)), with every page written once.
+/// A zeroed buffer of `len` elements for a kernel's output: a pooled one zeroed with a
+/// `memset`, or a new one advised to use huge pages when it is large (see the
+/// [module docs](self)), with every page written once.
 ///
 /// A large zeroed allocation comes from the OS as untouched pages, all mapped to the
 /// kernel's one shared zero page on a first *read*. A kernel that accumulates into the
@@ -42,9 +48,14 @@ pub const HUGE_PAGE_MIN_BYTES: usize = 4 << 20;
 /// first leaves one plain fault per page. The stores are volatile: the compiler knows the
 /// memory is zero already and would drop plain ones.
 pub fn zeroed_output<E: Real>(len: usize) -> Vec<E> {
+    if let Some(mut buffer) = reused::<E>(len) {
+        buffer.fill(E::ZERO);
+        return buffer;
+    }
     // Zeroed allocations of this size come straight from the OS as zero pages: no memset,
     // so the advice lands before the first touch.
     let mut buffer = vec![E::ZERO; len];
+    lend_new(&buffer);
     advise_huge_pages(&buffer);
     let per_page = (4096 / size_of::<E>()).max(1);
     let ptr = buffer.as_mut_ptr();
@@ -57,19 +68,40 @@ pub fn zeroed_output<E: Real>(len: usize) -> Vec<E> {
 
 /// A buffer of `len` elements that `fill` writes whole through the pointer it is given,
 /// with no zeroing first (a zeroed buffer from reused heap memory costs a `memset` over
-/// it, 5% of a d128/T128 training step in the user's loop). Advised like
+/// it, 5% of a d128/T128 training step in the user's loop). Pooled or advised like
 /// [`zeroed_output`].
 ///
 /// # Safety
 /// `fill` must write every one of the `len` elements (e.g. a GEMM with β = 0) before it
 /// returns, and must not read an element it has not written.
 pub unsafe fn written_output<E: Real>(len: usize, fill: impl FnOnce(*mut E)) -> Vec<E> {
+    if let Some(mut buffer) = reused::<E>(len) {
+        fill(buffer.as_mut_ptr());
+        return buffer;
+    }
     let mut buffer: Vec<E> = Vec::with_capacity(len);
     advise_range(buffer.as_ptr() as usize, len * size_of::<E>());
     fill(buffer.as_mut_ptr());
     // SAFETY: the capacity is `len`, and the caller's `fill` initialized all of it.
     unsafe { buffer.set_len(len) };
+    lend_new(&buffer);
     buffer
+}
+
+/// A free buffer of `len` elements from the output pool (`super::output_pool`), whose
+/// pages are mapped already; `None` without the `ndarray` feature.
+fn reused<E: Real>(len: usize) -> Option<Vec<E>> {
+    #[cfg(feature = "ndarray")]
+    return super::output_pool::take(len);
+    #[cfg(not(feature = "ndarray"))]
+    return None;
+}
+
+/// Tells the output pool that `buffer` was allocated for an output (nothing without the
+/// `ndarray` feature).
+fn lend_new<E: Real>(_buffer: &[E]) {
+    #[cfg(feature = "ndarray")]
+    super::output_pool::lend_new(_buffer);
 }
 
 #[cfg(target_os = "linux")]

@@ -9,6 +9,8 @@
 //! - [`gemm`]: strided GEMMs on slices, for attention and linear layers: a direct AVX-512
 //!   kernel for small and thin products, `matrixmultiply` for the rest, with the same bits.
 //! - [`memory`]: output buffers on transparent huge pages.
+//! - [`output_pool`] (with the `ndarray` feature): the kernels' large outputs reused once
+//!   Burn drops them, so a step writes into pages the last step mapped.
 //! - [`parallel`]: a kernel's tasks in parallel, the calling thread taking part when it is
 //!   not a pool worker (a user's `main`).
 //! - [`scratch`]: work buffers kept from one call to the next.
@@ -35,6 +37,8 @@ pub mod gemm;
 pub mod memory;
 #[cfg(feature = "ndarray")]
 pub mod ndarray;
+#[cfg(feature = "ndarray")]
+pub mod output_pool;
 pub mod parallel;
 pub mod real;
 pub mod scratch;

@@ -1,7 +1,9 @@
 //! The `NdArray` glue every op's CPU kernels share: the named bound of the `NdArray`
 //! backends ([`NdArrayBackend`]), reading and writing their tensors as slices
 //! (`NdArrayReal`), reshaping without a copy, and writing a gradient over the incoming one
-//! (`with_gradient_buffer`).
+//! (`with_gradient_buffer`). A kernel's output becomes a tensor through `NdArrayReal`,
+//! which registers it with the output pool (`super::output_pool`); `take_unique` does not
+//! count the pool's handle.
 //!
 //! Each op's own glue (`crate::norm::ndarray`, `crate::attention::ndarray`,
 //! `crate::linear::ndarray`, `crate::gelu::ndarray`) picks the element type from the
@@ -20,7 +22,8 @@ use burn::backend::ndarray::{
 };
 use burn::tensor::backend::Backend;
 
-use super::memory::zeroed_output;
+use super::memory::{written_output, zeroed_output};
+use super::output_pool;
 use super::real::Real;
 
 /// Every `NdArray<E, I, Q>`, named once: the bound of the ops' `NdArray` impls
@@ -71,23 +74,36 @@ macro_rules! ndarray_real {
             }
 
             fn tensor(values: Vec<Self>, shape: Vec<usize>) -> NdArrayTensor {
-                SharedArray::<$ty>::from_shape_vec(shape, values)
-                    .expect("the kernel writes exactly rows × n values")
-                    .into()
+                let array = SharedArray::<$ty>::from_shape_vec(shape, values)
+                    .expect("the kernel writes exactly rows × n values");
+                output_pool::register(&array);
+                array.into()
             }
 
             fn take_unique(tensor: NdArrayTensor) -> Result<SharedArray<Self>, NdArrayTensor> {
                 match tensor {
-                    NdArrayTensor::$variant(storage)
-                        if storage.is_unique() && storage.view().is_standard_layout() =>
-                    {
-                        Ok(storage.into_shared())
+                    NdArrayTensor::$variant(storage) if storage.view().is_standard_layout() => {
+                        if storage.is_unique() {
+                            return Ok(storage.into_shared());
+                        }
+                        // The output pool's handle does not count (see `output_pool`).
+                        if !output_pool::release(storage.view().as_ptr() as usize) {
+                            return Err(NdArrayTensor::$variant(storage));
+                        }
+                        let array = storage.into_shared();
+                        if array.is_unique() {
+                            Ok(array)
+                        } else {
+                            output_pool::register(&array);
+                            Err(array.into())
+                        }
                     }
                     other => Err(other),
                 }
             }
 
             fn from_array(array: SharedArray<Self>) -> NdArrayTensor {
+                output_pool::register(&array);
                 array.into()
             }
         }
@@ -107,10 +123,15 @@ pub(crate) fn unique_or_copy<E: NdArrayReal>(tensor: NdArrayTensor) -> SharedArr
         let shape = burn::tensor::TensorMetadata::shape(&shared)
             .as_slice()
             .to_vec();
-        let copy = E::elements(&shared)
-            .expect("unique_or_copy: the dtype was matched")
-            .into_owned();
-        E::take_unique(E::tensor(copy, shape)).expect("a fresh tensor is unique")
+        let values = E::elements(&shared).expect("unique_or_copy: the dtype was matched");
+        // SAFETY: the closure writes all `values.len()` elements. (A pooled output buffer,
+        // so that the copy comes back to the pool once it is a tensor.)
+        let copy = unsafe {
+            written_output(values.len(), |p| {
+                std::ptr::copy_nonoverlapping(values.as_ptr(), p, values.len())
+            })
+        };
+        SharedArray::<E>::from_shape_vec(shape, copy).expect("the copy holds every element")
     })
 }
 
@@ -260,5 +281,28 @@ mod tests {
             reshape_without_copy(transposed, &Shape::new([6, 4])).is_err(),
             "a transposed view has no row-major reshape without a copy"
         );
+    }
+
+    /// A kernel's output is registered with the output pool, which holds a second handle to
+    /// it; writing over it in place must still work when the caller holds the only other
+    /// one, and must still copy when somebody else holds one too.
+    #[test]
+    fn a_pooled_output_is_taken_in_place_unless_shared() {
+        let len = super::super::output_pool::MIN_BYTES / 4 + 104_729;
+        // SAFETY: the closure writes all `len` elements.
+        let values =
+            unsafe { written_output::<f32>(len, |p| (0..len).for_each(|i| p.add(i).write(1.5))) };
+        let output = f32::tensor(values, vec![len]);
+        let address = data_pointer(&output);
+        let alone = f32::take_unique(output).expect("only the pool shares it");
+        assert_eq!(alone.as_ptr(), address, "the buffer was not taken in place");
+
+        let output = f32::from_array(alone);
+        let other = output.clone();
+        let output = f32::take_unique(output).expect_err("another tensor holds it");
+        let copy = unique_or_copy::<f32>(output);
+        assert_ne!(copy.as_ptr(), address, "a shared buffer was written over");
+        assert_eq!(data_pointer(&other), address);
+        assert!(copy.iter().all(|&v| v == 1.5));
     }
 }

@@ -11,8 +11,9 @@
 //! step that was 64 buffers of 256 KiB per step, 16 MiB of faults. Pooled, they fault once
 //! per process.
 //!
-//! Only buffers a kernel allocates and frees itself can be pooled: an output handed to
-//! Burn is freed by Burn, through the global allocator.
+//! A work buffer comes back when the call ends. An output handed to Burn comes back only
+//! when Burn drops it, which the output pool (`super::output_pool`) finds out by holding a
+//! second handle to it.
 //!
 //! # Formula
 //! `Scratch::take(len)` returns a buffer of `len` elements whose contents are unspecified
