@@ -27,4 +27,5 @@ mod norm_gradcheck;
 mod norm_parity;
 mod norm_properties;
 mod norm_seeds;
+mod output_pool;
 mod pytorch_weights;
