@@ -37,6 +37,8 @@
 //! - The pool counts outputs taken or allocated; a free buffer not taken again within
 //!   [`IDLE_OUTPUTS`] of them is freed, as is every free buffer at
 //!   [`release_cached_outputs`].
+//! - The free buffers hold at most [`FREE_MARGIN`] bytes more than the most bytes in use at
+//!   once (`peak`): `free ≤ peak + FREE_MARGIN`, the oldest freed first past it.
 //!
 //! Reuse never changes a result: a reused buffer is overwritten whole or zeroed first, as
 //! a fresh one is.
@@ -58,6 +60,13 @@ pub const MIN_BYTES: usize = 256 << 10;
 /// The most buffers the pool holds, free or in use.
 pub const MAX_BUFFERS: usize = 4096;
 
+/// The free buffers may hold this many bytes more than the most bytes its buffers in use
+/// ever held at once; past that, the ones registered longest ago are freed. A loop whose
+/// shapes stay the same never reaches it (its free buffers are the ones its next step uses);
+/// one whose shapes change at every step (sequences of many lengths) keeps about one step's
+/// outputs of earlier shapes, not one per shape.
+pub const FREE_MARGIN: usize = 64 << 20;
+
 /// A free buffer is freed when this many outputs have been taken or allocated since it was
 /// handed out, and none of them was it: long enough for the biggest training step to come
 /// back round to it, short enough that a shape no longer used does not stay for good.
@@ -75,16 +84,21 @@ struct Held {
     address: usize,
     /// The output count when it was registered.
     registered: u64,
+    /// Its place in the order of registrations (oldest first).
+    order: u64,
     /// The `SharedArray<E>`.
     array: Box<dyn Any + Send>,
     /// Whether the pool's handle is the only one (`SharedArray::<E>::is_unique`).
     is_free: fn(&(dyn Any + Send)) -> bool,
 }
 
-/// The pool: its buffers, the buffers it has lent out and not yet had back as tensors, and
+/// The pool: its buffers and how many it has registered, the buffers it has lent out and
+/// not yet had back as tensors, the most bytes its buffers in use have held at once, and
 /// the number of outputs taken or allocated so far.
 struct Pool {
     held: Vec<Held>,
+    registrations: u64,
+    peak_in_use: usize,
     /// Addresses of buffers taken, allocated for an output, or released for a write in
     /// place; only these are registered (see [`register`]). The oldest are forgotten past
     /// [`MAX_LENT`]: a buffer a kernel kept to itself never comes back.
@@ -115,6 +129,8 @@ impl Pool {
     const fn new() -> Self {
         Self {
             held: Vec::new(),
+            registrations: 0,
+            peak_in_use: 0,
             lent: VecDeque::new(),
             outputs: 0,
         }
@@ -158,15 +174,49 @@ impl Pool {
         self.held
             .retain(|h| now - h.registered < IDLE_OUTPUTS || !(h.is_free)(&*h.array));
         if self.held.len() < MAX_BUFFERS {
+            self.registrations += 1;
             self.held.push(Held {
                 ty: TypeId::of::<E>(),
                 len: array.len(),
                 bytes: array.len() * size_of::<E>(),
                 address,
                 registered: now,
+                order: self.registrations,
                 array: Box::new(array.clone()),
                 is_free: is_free::<E>,
             });
+        }
+        self.trim();
+    }
+
+    /// Frees the free buffers registered longest ago while they hold more than
+    /// [`FREE_MARGIN`] bytes above the most bytes ever in use at once.
+    fn trim(&mut self) {
+        let (free, in_use) = self.bytes();
+        self.peak_in_use = self.peak_in_use.max(in_use);
+        let limit = self.peak_in_use + FREE_MARGIN;
+        if free <= limit {
+            return;
+        }
+        let mut oldest_free: Vec<(u64, usize)> = self
+            .held
+            .iter()
+            .filter(|h| (h.is_free)(&*h.array))
+            .map(|h| (h.order, h.address))
+            .collect();
+        oldest_free.sort_unstable();
+        let mut excess = free - limit;
+        for (_, address) in oldest_free {
+            if excess == 0 {
+                break;
+            }
+            let i = self
+                .held
+                .iter()
+                .position(|h| h.address == address)
+                .expect("listed above");
+            let held = self.held.swap_remove(i);
+            excess = excess.saturating_sub(held.bytes);
         }
     }
 
@@ -370,6 +420,36 @@ mod tests {
         // The idle one went; the one freed since, and the two in use, stay.
         assert_eq!(pool.bytes(), ((LEN + 1) * 4, (2 * LEN + 2) * 4));
         drop((in_use, last));
+    }
+
+    /// Free buffers of shapes no longer used stay within [`FREE_MARGIN`] of the most bytes
+    /// in use at once, the oldest freed first; a loop of one shape keeps all of its own.
+    #[test]
+    fn free_buffers_stay_within_the_margin_above_the_peak_in_use() {
+        let mut pool = Pool::new();
+        let step: Vec<_> = (0..4).map(|i| output(&mut pool, LEN, i as f32)).collect();
+        assert_eq!(pool.peak_in_use, 4 * LEN * 4);
+        drop(step);
+        // Many shapes, one output at a time (a new sequence length at every step).
+        let per_shape = 2 * LEN;
+        for k in 0..200 {
+            drop(output(&mut pool, per_shape + k, 0.0));
+        }
+        let (free, in_use) = pool.bytes();
+        assert_eq!(in_use, 0);
+        // (Trimmed at each registration, before the last output was dropped.)
+        let last = (per_shape + 199) * 4;
+        assert!(
+            free <= 4 * LEN * 4 + FREE_MARGIN + last,
+            "{free} bytes free"
+        );
+        assert!(
+            free + per_shape * 4 * 2 > 4 * LEN * 4 + FREE_MARGIN,
+            "freed too much: {free}"
+        );
+        // The newest shapes stayed, the oldest went.
+        assert!(pool.held.iter().any(|h| h.len == per_shape + 199));
+        assert!(!pool.held.iter().any(|h| h.len == per_shape));
     }
 
     /// Through the global pool, as the kernels use it: `written_output` and `zeroed_output`
