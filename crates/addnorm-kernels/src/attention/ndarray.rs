@@ -12,7 +12,7 @@ use burn::tensor::TensorMetadata;
 
 use super::cpu::{Gemm, backward, forward};
 use super::spec::{AttentionSpec, HeadLayout};
-use crate::cpu::memory::zeroed_output;
+use crate::cpu::memory::{overwritten_output, zeroed_output};
 use crate::cpu::ndarray::NdArrayReal;
 
 /// `(output, lse, max_logit)`.
@@ -54,7 +54,7 @@ fn forward_in<E: NdArrayReal + Gemm>(
         E::elements(tensors[1])?,
         E::elements(tensors[2])?,
     ];
-    let mut output = zeroed_output(layout.len());
+    let mut output = overwritten_output(layout.len());
     let rows = layout.batch * layout.heads * layout.seq;
     let mut lse = vec![E::ZERO; rows];
     let max_logit = forward::forward(layout, spec, [&q, &k, &v], &mut output, &mut lse);
@@ -115,4 +115,57 @@ fn backward_in<E: NdArrayReal + Gemm>(
     backward::backward(layout, spec, saved, grad_output, [dq, dk, dv]);
     let shape = vec![layout.batch, layout.seq, layout.d_model()];
     grads.map(|g| E::tensor(g, shape.clone()))
+}
+
+#[cfg(test)]
+mod tests {
+    use burn::backend::NdArray;
+    use burn::tensor::{Tensor, TensorData};
+
+    use super::*;
+
+    /// The forward output is written whole: from a pooled buffer full of NaNs (the output
+    /// pool hands out reused buffers as their last output left them), the attention gives
+    /// the bits it gives from a fresh one, causal or not.
+    #[test]
+    fn the_output_is_written_whole_over_a_stale_buffer() {
+        // [1, 263, 254] with 2 heads: a length of its own, so that no other test takes the
+        // poisoned buffer.
+        let shape = [1, 263, 254];
+        let len: usize = shape.iter().product();
+        let device = Default::default();
+        let tensor = |seed: usize| {
+            let v: Vec<f32> = (0..len)
+                .map(|i| ((i * 7919 + seed) % 211) as f32 * 0.01 - 1.0)
+                .collect();
+            Tensor::<NdArray, 3>::from_data(TensorData::new(v, shape), &device)
+                .into_primitive()
+                .tensor()
+        };
+        let (q, k, v) = (tensor(1), tensor(2), tensor(3));
+        let f32s = |t: &NdArrayTensor| f32::elements(t).unwrap().into_owned();
+        // Every output is kept to the end, so that the poisoned buffer is the only free one
+        // of its length.
+        let mut keep = vec![];
+        for causal in [true, false] {
+            let spec = AttentionSpec {
+                causal,
+                ..AttentionSpec::causal(2, 127)
+            };
+            let poisoned = crate::cpu::test_values::poison_output_pool(len);
+            let stale = fused_forward(&q, &k, &v, &spec).expect("f32 inputs").0;
+            let NdArrayTensor::F32(storage) = &stale else {
+                panic!("f32 in, f32 out")
+            };
+            assert_eq!(
+                storage.view().as_ptr(),
+                poisoned,
+                "the stale buffer was not taken"
+            );
+            let fresh = fused_forward(&q, &k, &v, &spec).expect("f32 inputs").0;
+            assert!(f32s(&stale).iter().all(|v| v.is_finite()));
+            assert_eq!(f32s(&stale), f32s(&fresh));
+            keep.extend([stale, fresh]);
+        }
+    }
 }

@@ -52,6 +52,20 @@ pub fn zeroed_output<E: Real>(len: usize) -> Vec<E> {
         buffer.fill(E::ZERO);
         return buffer;
     }
+    fresh_zeroed(len)
+}
+
+/// A buffer of `len` elements for an output that the kernel overwrites whole: a pooled one
+/// as its last output left it (no `memset`), or a new one as [`zeroed_output`] makes it.
+/// Every element holds a value either way, so this is safe; a kernel that left one
+/// unwritten would return a stale value, which its tests rule out by running on a pooled
+/// buffer of NaNs (`norm::ndarray`, `attention::ndarray`).
+pub fn overwritten_output<E: Real>(len: usize) -> Vec<E> {
+    reused::<E>(len).unwrap_or_else(|| fresh_zeroed(len))
+}
+
+/// A new zeroed buffer, advised and with every page written once (see [`zeroed_output`]).
+fn fresh_zeroed<E: Real>(len: usize) -> Vec<E> {
     // Zeroed allocations of this size come straight from the OS as zero pages: no memset,
     // so the advice lands before the first touch.
     let mut buffer = vec![E::ZERO; len];

@@ -36,3 +36,19 @@ pub(crate) fn on_threads<R: Send>(threads: usize, f: impl FnOnce() -> R + Send) 
         .expect("a small rayon pool")
         .install(f)
 }
+
+/// Leaves a free buffer of `len` f32 NaNs in the output pool, which the next output of that
+/// length takes as it is (see `memory::overwritten_output`); returns its address.
+#[cfg(feature = "ndarray")]
+pub(crate) fn poison_output_pool(len: usize) -> *const f32 {
+    use super::ndarray::NdArrayReal;
+    // SAFETY: the closure writes all `len` elements.
+    let buffer = unsafe {
+        super::memory::written_output::<f32>(len, |p| {
+            (0..len).for_each(|i| p.add(i).write(f32::NAN))
+        })
+    };
+    let address = buffer.as_ptr();
+    drop(f32::tensor(buffer, vec![len]));
+    address
+}

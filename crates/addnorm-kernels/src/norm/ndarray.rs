@@ -21,7 +21,7 @@ use super::cpu::forward::forward;
 use super::cpu::plan::RowPlan;
 use super::fused::{FusedDynamicTanhGrads, FusedNormForward, FusedNormGrads, RowStatistics};
 use super::spec::RowNormSpec;
-use crate::cpu::memory::zeroed_output;
+use crate::cpu::memory::overwritten_output;
 use crate::cpu::ndarray::{NdArrayBackend, NdArrayReal, with_gradient_buffer};
 use crate::cpu::real::sum_map;
 
@@ -76,7 +76,7 @@ fn forward_in<E: NdArrayReal>(
     let gamma = expanded(gamma, n, E::ONE)?;
     let beta = expanded(beta, n, E::ZERO)?;
     let plan = RowPlan::new(spec, n);
-    let mut y = zeroed_output(rows * n);
+    let mut y = overwritten_output(rows * n);
     let mut shift = vec![E::ZERO; rows];
     let mut rstd = vec![E::ZERO; rows];
     forward(&plan, &x, &gamma, &beta, &mut y, &mut shift, &mut rstd);
@@ -185,7 +185,7 @@ fn dynamic_tanh_in<E: NdArrayReal>(
     let gamma = expanded(gamma, n, E::ONE)?;
     let beta = expanded(beta, n, E::ZERO)?;
     let x = E::elements(x)?;
-    let mut y = zeroed_output(rows * n);
+    let mut y = overwritten_output(rows * n);
     dyt::forward(n, &x, alpha, &gamma, &beta, &mut y);
     Some(E::tensor(y, vec![rows, n]))
 }
@@ -394,5 +394,52 @@ mod tests {
         let (dyt_shared, ..) = fused_dynamic_tanh_backward(&x, &alpha, None, None, shared);
         assert_eq!(f32s(&holder), dy_values, "a shared dy was overwritten");
         assert_eq!(f32s(&dyt_unique), f32s(&dyt_shared));
+    }
+
+    /// The forward outputs are written whole: from a pooled buffer full of NaNs (the
+    /// output pool hands out reused buffers as their last output left them), the norm and
+    /// DyT give the bits they give from a fresh one.
+    #[test]
+    fn forward_outputs_are_written_whole_over_a_stale_buffer() {
+        // A length of its own, so that no other test takes the poisoned buffer.
+        let (rows, n) = (263, 257);
+        let device = Default::default();
+        let x: Vec<f32> = (0..rows * n)
+            .map(|i| ((i * 7919) % 211) as f32 * 0.01 - 1.0)
+            .collect();
+        let x = Tensor::<NdArray, 2>::from_data(TensorData::new(x, [rows, n]), &device)
+            .into_primitive()
+            .tensor();
+        let alpha = Tensor::<NdArray, 1>::from_floats([0.7], &device)
+            .into_primitive()
+            .tensor();
+        let f32s = |t: &NdArrayTensor| f32::elements(t).unwrap().into_owned();
+        let poison = || crate::cpu::test_values::poison_output_pool(rows * n);
+        // Every output is kept to the end, so that the poisoned buffer is the only free one
+        // of its length.
+        let mut keep = vec![];
+        for spec in [RowNormSpec::layer_norm(1e-5), RowNormSpec::rms_norm(1e-6)] {
+            let poisoned = poison();
+            let (stale, ..) = fused_forward(&x, None, None, &spec).expect("f32 matrix");
+            assert_eq!(
+                data_pointer(&stale),
+                poisoned,
+                "the stale buffer was not taken"
+            );
+            let (fresh, ..) = fused_forward(&x, None, None, &spec).expect("f32 matrix");
+            assert!(f32s(&stale).iter().all(|v| v.is_finite()));
+            assert_eq!(f32s(&stale), f32s(&fresh));
+            keep.extend([stale, fresh]);
+        }
+        let poisoned = poison();
+        let stale = fused_dynamic_tanh(&x, &alpha, None, None).expect("f32 matrix");
+        assert_eq!(
+            data_pointer(&stale),
+            poisoned,
+            "the stale buffer was not taken"
+        );
+        let fresh = fused_dynamic_tanh(&x, &alpha, None, None).expect("f32 matrix");
+        assert!(f32s(&stale).iter().all(|v| v.is_finite()));
+        assert_eq!(f32s(&stale), f32s(&fresh));
     }
 }
