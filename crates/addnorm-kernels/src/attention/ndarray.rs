@@ -12,7 +12,7 @@ use burn::tensor::TensorMetadata;
 
 use super::cpu::{Gemm, backward, forward};
 use super::spec::{AttentionSpec, HeadLayout};
-use crate::cpu::memory::{overwritten_output, zeroed_output};
+use crate::cpu::memory::overwritten_output;
 use crate::cpu::ndarray::NdArrayReal;
 
 /// `(output, lse, max_logit)`.
@@ -110,7 +110,7 @@ fn backward_in<E: NdArrayReal + Gemm>(
         output,
         lse,
     };
-    let mut grads = [(); 3].map(|()| zeroed_output::<E>(layout.len()));
+    let mut grads = [(); 3].map(|()| overwritten_output::<E>(layout.len()));
     let [dq, dk, dv] = &mut grads;
     backward::backward(layout, spec, saved, grad_output, [dq, dk, dv]);
     let shape = vec![layout.batch, layout.seq, layout.d_model()];

@@ -76,7 +76,8 @@ impl<E> Scratch<E> {
     }
 }
 
-/// Writes dQ, dK and dV (`[dq, dk, dv]`, which must be zeroed).
+/// Writes dQ, dK and dV (`[dq, dk, dv]`, whatever they hold: each head's task zeroes its
+/// dK and dV columns before its query blocks add into them, and writes dQ whole).
 ///
 /// # Panics
 /// If a slice's length does not match `layout`.
@@ -153,8 +154,24 @@ pub(crate) fn backward_with<E: Gemm>(
 impl<E: Gemm> Call<'_, E> {
     /// The gradients of one head of one batch element.
     fn head(&self, scratch: &mut Scratch<E>, bh: usize) {
+        self.zero_key_gradients(bh);
         for (i0, i1) in query_blocks(self.layout.seq) {
             self.block(scratch, bh, i0, i1);
+        }
+    }
+
+    /// Zeroes this head's dK and dV columns, which its query blocks add into (here, hot in
+    /// cache, rather than a `memset` of the whole buffers before the call).
+    fn zero_key_gradients(&self, bh: usize) {
+        let layout = self.layout;
+        let (b, h) = (bh / layout.heads, bh % layout.heads);
+        for t in 0..layout.seq {
+            let start = layout.offset(b, h) + t * layout.d_model();
+            for grad in &self.grads[1..] {
+                // SAFETY: dK and dV's columns of head h of batch element b are written by
+                // this task (one per batch element and head) alone.
+                unsafe { grad.slice_mut(start, layout.d_head) }.fill(E::ZERO);
+            }
         }
     }
 

@@ -260,3 +260,37 @@ fn padded_scratch_rows_change_no_bit() {
         }
     }
 }
+
+/// The backward writes dQ, dK and dV whole over whatever the buffers held (the output pool
+/// hands them out as their last output left them): into buffers of NaNs it gives the bits
+/// it gives into zeroed ones, causal and not, across query blocks and several heads.
+#[test]
+fn the_backward_writes_its_gradients_whole_over_stale_buffers() {
+    for l in layouts() {
+        for causal in [true, false] {
+            let mut spec = AttentionSpec::causal(l.heads, l.d_head);
+            spec.causal = causal;
+            let q: Vec<f32> = inputs(l.len(), 2e-3, -1.0);
+            let k: Vec<f32> = gradients(l.len(), 2.2e-3, -1.1);
+            let v: Vec<f32> = inputs(l.len(), 1.5e-3, -0.7);
+            let dout: Vec<f32> = gradients(l.len(), 1e-3, -0.5);
+            let mut out = vec![0.0; l.len()];
+            let mut lse = vec![0.0; l.batch * l.heads * l.seq];
+            forward(l, &spec, [&q, &k, &v], &mut out, &mut lse);
+            let grads = |fill: f32| {
+                let mut g = [(); 3].map(|()| vec![fill; l.len()]);
+                let [dq, dk, dv] = &mut g;
+                let saved = Saved {
+                    q: &q,
+                    k: &k,
+                    v: &v,
+                    output: &out,
+                    lse: &lse,
+                };
+                backward(l, &spec, saved, &dout, [dq, dk, dv]);
+                g.map(|g| g.iter().map(|v| v.to_bits()).collect::<Vec<_>>())
+            };
+            assert_eq!(grads(f32::NAN), grads(0.0), "{l:?} causal {causal}");
+        }
+    }
+}
