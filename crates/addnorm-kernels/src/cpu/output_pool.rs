@@ -84,20 +84,17 @@ struct Held {
     address: usize,
     /// The output count when it was registered.
     registered: u64,
-    /// Its place in the order of registrations (oldest first).
-    order: u64,
     /// The `SharedArray<E>`.
     array: Box<dyn Any + Send>,
     /// Whether the pool's handle is the only one (`SharedArray::<E>::is_unique`).
     is_free: fn(&(dyn Any + Send)) -> bool,
 }
 
-/// The pool: its buffers and how many it has registered, the buffers it has lent out and
-/// not yet had back as tensors, the most bytes its buffers in use have held at once, and
-/// the number of outputs taken or allocated so far.
+/// The pool: its buffers in the order they were registered (oldest first), the buffers it
+/// has lent out and not yet had back as tensors, the most bytes its buffers in use have
+/// held at once, and the number of outputs taken or allocated so far.
 struct Pool {
     held: Vec<Held>,
-    registrations: u64,
     peak_in_use: usize,
     /// Addresses of buffers taken, allocated for an output, or released for a write in
     /// place; only these are registered (see [`register`]). The oldest are forgotten past
@@ -129,7 +126,6 @@ impl Pool {
     const fn new() -> Self {
         Self {
             held: Vec::new(),
-            registrations: 0,
             peak_in_use: 0,
             lent: VecDeque::new(),
             outputs: 0,
@@ -145,7 +141,7 @@ impl Pool {
             .held
             .iter()
             .position(|h| h.ty == ty && h.len == len && (h.is_free)(&*h.array))?;
-        let held = self.held.swap_remove(i);
+        let held = self.held.remove(i);
         self.lend(held.address);
         Some(
             *held
@@ -174,14 +170,12 @@ impl Pool {
         self.held
             .retain(|h| now - h.registered < IDLE_OUTPUTS || !(h.is_free)(&*h.array));
         if self.held.len() < MAX_BUFFERS {
-            self.registrations += 1;
             self.held.push(Held {
                 ty: TypeId::of::<E>(),
                 len: array.len(),
                 bytes: array.len() * size_of::<E>(),
                 address,
                 registered: now,
-                order: self.registrations,
                 array: Box::new(array.clone()),
                 is_free: is_free::<E>,
             });
@@ -198,33 +192,22 @@ impl Pool {
         if free <= limit {
             return;
         }
-        let mut oldest_free: Vec<(u64, usize)> = self
-            .held
-            .iter()
-            .filter(|h| (h.is_free)(&*h.array))
-            .map(|h| (h.order, h.address))
-            .collect();
-        oldest_free.sort_unstable();
+        // `held` is in registration order, so this frees the oldest free ones first.
         let mut excess = free - limit;
-        for (_, address) in oldest_free {
-            if excess == 0 {
-                break;
+        self.held.retain(|h| {
+            if excess == 0 || !(h.is_free)(&*h.array) {
+                return true;
             }
-            let i = self
-                .held
-                .iter()
-                .position(|h| h.address == address)
-                .expect("listed above");
-            let held = self.held.swap_remove(i);
-            excess = excess.saturating_sub(held.bytes);
-        }
+            excess = excess.saturating_sub(h.bytes);
+            false
+        });
     }
 
     /// Removes the handle to the buffer at `address`, if held, and lends the buffer.
     fn release(&mut self, address: usize) -> Option<Held> {
         let i = self.held.iter().position(|h| h.address == address)?;
         self.lend(address);
-        Some(self.held.swap_remove(i))
+        Some(self.held.remove(i))
     }
 
     /// Removes the free buffers; returns their bytes.
