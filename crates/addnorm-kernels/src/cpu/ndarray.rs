@@ -248,13 +248,7 @@ mod tests {
     use burn::tensor::{Shape, Tensor, TensorData, TensorMetadata};
 
     use super::*;
-
-    fn data_pointer(tensor: &NdArrayTensor) -> *const f32 {
-        match tensor {
-            NdArrayTensor::F32(storage) => storage.view().as_ptr(),
-            other => panic!("expected f32, got {:?}", other.dtype()),
-        }
-    }
+    use crate::cpu::test_values::data_pointer;
 
     #[test]
     fn contiguous_reshape_keeps_the_buffer_and_views_fall_back() {

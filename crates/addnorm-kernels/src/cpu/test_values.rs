@@ -52,3 +52,17 @@ pub(crate) fn poison_output_pool(len: usize) -> *const f32 {
     drop(f32::tensor(buffer, vec![len]));
     address
 }
+
+/// The address of an f32 tensor's first element, to tell whether a kernel wrote into a
+/// given buffer.
+///
+/// # Panics
+/// If the tensor does not hold f32 values.
+#[cfg(feature = "ndarray")]
+pub(crate) fn data_pointer(tensor: &burn::backend::ndarray::NdArrayTensor) -> *const f32 {
+    use burn::tensor::TensorMetadata;
+    match tensor {
+        burn::backend::ndarray::NdArrayTensor::F32(storage) => storage.view().as_ptr(),
+        other => panic!("expected f32, got {:?}", other.dtype()),
+    }
+}

@@ -338,13 +338,7 @@ mod tests {
     use burn::tensor::{Tensor, TensorData};
 
     use super::*;
-
-    fn data_pointer(tensor: &NdArrayTensor) -> *const f32 {
-        match tensor {
-            NdArrayTensor::F32(storage) => storage.view().as_ptr(),
-            other => panic!("expected f32, got {:?}", other.dtype()),
-        }
-    }
+    use crate::cpu::test_values::data_pointer;
 
     /// The backward glue writes dx over a uniquely held dy (same buffer) and into a fresh
     /// buffer when dy is shared (dy left intact); both give the same gradients, for the
