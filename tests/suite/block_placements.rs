@@ -273,3 +273,51 @@ on_every_backend! {
         }
     }
 }
+
+/// The block adds each residual inside its sublayer's last GEMM where the placement's sum
+/// is plain (`AddNorm::forward_onto`: Pre, Post, None), and that has the bits of
+/// the sum written out (`AddNorm::forward` with the sublayers' plain `forward`), for the
+/// output and for the gradients of the input and of W^O, on every placement but Parallel
+/// (which joins both branches in one sum of its own).
+#[cfg(feature = "ndarray")]
+#[test]
+fn residuals_added_in_the_gemm_have_the_bits_of_the_sum() {
+    type B = addnorm::backend::ndarray::AutodiffBackend;
+    let device = addnorm::backend::ndarray::device();
+    for placement in Placement::ALL {
+        if placement == Placement::Parallel {
+            continue;
+        }
+        let mut block = TransformerBlockConfig::new(D, HEADS, 16)
+            .with_placement(placement)
+            .with_n_layers(LAYERS)
+            .init::<B>(&device);
+        perturb(&mut block, &device);
+        let input = Tensor::<B, 3>::random([2, SEQ, D], Distribution::Normal(0.0, 1.0), &device);
+        let run = |fused: bool| {
+            let x = input.clone().require_grad();
+            let y = if fused {
+                block.forward(x.clone())
+            } else {
+                let (r1, r2) = (&block.attention_residual, &block.feed_forward_residual);
+                let x = r1.forward(x.clone(), |h| block.attention.forward(h));
+                r2.forward(x, |h| block.feed_forward.forward(h))
+            };
+            let grads = (y.clone() * y.clone()).sum().backward();
+            let w_o = block.attention.output.weight.grad(&grads).expect("dW^O");
+            [
+                y.into_data(),
+                x.grad(&grads).expect("dx").into_data(),
+                w_o.into_data(),
+            ]
+        };
+        let (fused, written) = (run(true), run(false));
+        for (name, (a, e)) in ["y", "dx", "dW^O"].iter().zip(fused.iter().zip(&written)) {
+            let bits = |d: &TensorData| {
+                let v = d.to_vec::<f32>().expect("f32");
+                v.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+            };
+            assert_eq!(bits(a), bits(e), "{placement}: {name}");
+        }
+    }
+}

@@ -16,8 +16,8 @@
 //!   the [`RowNormBackend`] extension.
 //! - [`attention`]: fused (causal) multi-head attention, the [`AttentionBackend`]
 //!   extension.
-//! - [`linear`]: linear layers as one GEMM per call (rows split over threads), the
-//!   [`LinearBackend`] extension.
+//! - [`linear`]: linear layers as one GEMM per call (rows split over threads), also onto
+//!   a residual ([`linear::linear_onto`]), the [`LinearBackend`] extension.
 //! - [`gelu`]: exact GELU in one pass each way, the [`GeluBackend`] extension.
 //! - [`cross_entropy`]: the masked token cross-entropy with an optional z-loss, the
 //!   [`CrossEntropyBackend`] extension.
@@ -39,6 +39,8 @@
 //!   the fused calls ([`fused::fused_calls`]).
 //! - [`composite`]: the [`composite::ForceComposite`] guard, which sends a thread's calls
 //!   down the composite path.
+//! - [`gradient_sum`]: how the fused backward nodes add a parent's gradient into the one it
+//!   has already, in place, with the bits of Burn's sum.
 //!
 //! The shared infrastructure, with no op of its own:
 //!
@@ -93,6 +95,7 @@ pub mod cube;
 pub mod embedding;
 pub mod fused;
 pub mod gelu;
+pub mod gradient_sum;
 pub mod group_norm;
 pub mod kernel_backend;
 pub mod linear;

@@ -108,7 +108,10 @@ fn reused<E: Real>(len: usize) -> Option<Vec<E>> {
     #[cfg(feature = "ndarray")]
     return super::output_pool::take(len);
     #[cfg(not(feature = "ndarray"))]
-    return None;
+    {
+        let _ = len;
+        None
+    }
 }
 
 /// Tells the output pool that `buffer` was allocated for an output (nothing without the

@@ -5,12 +5,12 @@
 //! ([`super::autodiff`]).
 //!
 //! # Formula
-//! `y = x·W + b` on the last dimension of `x`; backward `dx = dy·Wᵀ`, `dW = Σ_rows xᵀ·dy`,
-//! `db = Σ_rows dy`.
+//! `y = x·W + b` on the last dimension of `x`, or `y = r + (x·W + b)` onto a residual `r`;
+//! backward `dx = dy·Wᵀ`, `dW = Σ_rows xᵀ·dy`, `db = Σ_rows dy` (and `dr = dy`).
 //!
 //! # Shapes
 //! - `x`: `[..., d_in]` (any rank ≥ 2); `weight`: `[d_in, d_out]`; `bias`: `[d_out]`
-//! - output: `[..., d_out]`
+//! - output and `r`: `[..., d_out]`
 //!
 //! # Which backends are fused
 //! - `NdArray` (f32, f64, contiguous or not): the CPU kernels of [`super::cpu`].
@@ -55,6 +55,38 @@ pub trait LinearBackend: Backend {
         None
     }
 
+    /// `r + (x·W + b)` on primitives, `r` shaped as the output: takes
+    /// [`fused_linear_onto`](Self::fused_linear_onto) when the backend has a kernel for
+    /// these inputs and no [`ForceComposite`](crate::composite::ForceComposite) guard is
+    /// alive on this thread; otherwise [`linear_rows`](Self::linear_rows) and Burn's
+    /// `float_add(r, y)`, which the fused kernel matches bit for bit.
+    fn linear_rows_onto(
+        x: FloatTensor<Self>,
+        weight: FloatTensor<Self>,
+        bias: Option<FloatTensor<Self>>,
+        residual: FloatTensor<Self>,
+    ) -> FloatTensor<Self> {
+        let fused =
+            try_fused_forward(|| Self::fused_linear_onto(&x, &weight, bias.as_ref(), &residual));
+        if let Some(y) = fused {
+            return y;
+        }
+        Self::float_add(residual, Self::linear_rows(x, weight, bias))
+    }
+
+    /// The fused forward of [`linear_rows_onto`](Self::linear_rows_onto); `None` when this
+    /// backend has no kernel for these inputs (the default). Its backward is
+    /// [`fused_linear_backward`](Self::fused_linear_backward)'s, with `∂L/∂r = ∂L/∂y`.
+    fn fused_linear_onto(
+        x: &FloatTensor<Self>,
+        weight: &FloatTensor<Self>,
+        bias: Option<&FloatTensor<Self>>,
+        residual: &FloatTensor<Self>,
+    ) -> Option<FloatTensor<Self>> {
+        let _ = (x, weight, bias, residual);
+        None
+    }
+
     /// The fused backward: the gradients in `wants`, from `x`, `weight` and
     /// `grad_output = ∂L/∂y`.
     ///
@@ -84,7 +116,16 @@ impl<B: crate::cpu::ndarray::NdArrayBackend> LinearBackend for B {
         weight: &FloatTensor<Self>,
         bias: Option<&FloatTensor<Self>>,
     ) -> Option<FloatTensor<Self>> {
-        super::ndarray::fused_forward(x, weight, bias)
+        super::ndarray::fused_forward(x, weight, bias, None)
+    }
+
+    fn fused_linear_onto(
+        x: &FloatTensor<Self>,
+        weight: &FloatTensor<Self>,
+        bias: Option<&FloatTensor<Self>>,
+        residual: &FloatTensor<Self>,
+    ) -> Option<FloatTensor<Self>> {
+        super::ndarray::fused_forward(x, weight, bias, Some(residual))
     }
 
     fn fused_linear_backward(

@@ -13,14 +13,15 @@
 //!
 //! # Formula
 //! ```text
-//! forward:   Y = X·W + 1·bᵀ
-//! backward:  dX = dY·Wᵀ      dW = Xᵀ·dY      db = Σ_rows dY
+//! forward:   Y = X·W + 1·bᵀ          (forward_onto: Y = R + (X·W + 1·bᵀ))
+//! backward:  dX = dY·Wᵀ      dW = Xᵀ·dY      db = Σ_rows dY      (dR = dY)
 //! ```
 //!
 //! # Shapes
 //! - `x`, `dx`: `[rows, d_in]`; `w`, `dw`: `[d_in, d_out]`; `b`, `db`: `[d_out]`;
-//!   `y`, `dy`: `[rows, d_out]` (all row-major)
+//!   `y`, `dy` and the residual `r`: `[rows, d_out]` (all row-major)
 
+use crate::cpu::dispatch::vectorized;
 use crate::cpu::gemm::{Gemm, Strided};
 use crate::cpu::memory::{written_output, zeroed_output};
 use crate::cpu::parallel::{self, ChunksMut};
@@ -119,6 +120,18 @@ impl<E> RowBlocks<E> {
         // SAFETY: callers pass a row of the buffer (`r0 < rows`).
         Strided::rows(unsafe { self.ptr.add(r0 * self.width) }, self.width)
     }
+
+    /// Rows `r0..r1` as a slice.
+    ///
+    /// # Safety
+    /// The rows must lie in the buffer, which must outlive `'a`, and no one else may read or
+    /// write them while the slice lives.
+    unsafe fn block<'a>(&self, r0: usize, r1: usize) -> &'a mut [E] {
+        // SAFETY: per the caller.
+        unsafe {
+            std::slice::from_raw_parts_mut(self.ptr.add(r0 * self.width), (r1 - r0) * self.width)
+        }
+    }
 }
 
 /// A read-only row-major matrix as a strided view (never written through).
@@ -136,6 +149,38 @@ fn for_blocks(blocks: &[(usize, usize)], task: impl Fn(usize, usize) + Sync + Se
 /// # Panics
 /// If the slices' lengths disagree with `dims`.
 pub fn forward<E: Gemm>(dims: LinearDims, x: &[E], w: &[E], b: Option<&[E]>) -> Vec<E> {
+    forward_into(dims, x, w, b, None)
+}
+
+/// `y = r + (x·w + b)` into a new `[rows, d_out]` buffer: a linear layer's output added to
+/// the residual `r` (`[rows, d_out]`) in the same pass, with the bits of
+/// [`forward`] followed by an element-wise `r + y`.
+///
+/// # Panics
+/// If the slices' lengths disagree with `dims`.
+pub fn forward_onto<E: Gemm>(
+    dims: LinearDims,
+    x: &[E],
+    w: &[E],
+    b: Option<&[E]>,
+    r: &[E],
+) -> Vec<E> {
+    assert_eq!(
+        r.len(),
+        dims.rows * dims.d_out,
+        "linear forward: residual length"
+    );
+    forward_into(dims, x, w, b, Some(r))
+}
+
+/// [`forward`], then `r + y` row block by row block while the block is in cache.
+fn forward_into<E: Gemm>(
+    dims: LinearDims,
+    x: &[E],
+    w: &[E],
+    b: Option<&[E]>,
+    r: Option<&[E]>,
+) -> Vec<E> {
     let LinearDims { rows, d_in, d_out } = dims;
     assert!(
         x.len() == rows * d_in && w.len() == d_in * d_out,
@@ -160,10 +205,29 @@ pub fn forward<E: Gemm>(dims: LinearDims, x: &[E], w: &[E], b: Option<&[E]>) -> 
                     None => E::gemm(dims, E::ONE, x, w, E::ZERO, out.at(r0)),
                 }
             }
+            if let Some(r) = r {
+                let span = r0 * d_out..r1 * d_out;
+                // SAFETY: rows r0..r1 of y, written above by this task alone.
+                let y = unsafe { out.block(r0, r1) };
+                add_residual(y, &r[span]);
+            }
         });
     };
     // SAFETY: the row blocks cover every row, and the GEMM writes every column of each.
     unsafe { written_output(rows * d_out, fill) }
+}
+
+/// `y ← r + y`, element-wise (the residual first, as `r + y` is written at the call
+/// sites this replaces; IEEE addition is commutative either way).
+fn add_residual<E: Gemm>(y: &mut [E], r: &[E]) {
+    vectorized(
+        #[inline(always)]
+        || {
+            for (y, &r) in y.iter_mut().zip(r) {
+                *y = r + *y;
+            }
+        },
+    );
 }
 
 /// `dx = dy·wᵀ`, `[rows, d_in]`.
@@ -349,6 +413,13 @@ mod tests {
                 .flat_map(|row| row.iter().zip(&b).map(|(y, b)| y - b))
                 .collect();
             close("y without bias", &forward(dims, &x, &w, None), &y_no_bias);
+            let r = values(rows * d_out, 5);
+            let y_onto: Vec<f64> = y_ref.iter().zip(&r).map(|(y, r)| r + y).collect();
+            close(
+                "y onto r",
+                &forward_onto(dims, &x, &w, Some(&b), &r),
+                &y_onto,
+            );
             close("dx", &backward_input(dims, &dy, &w), &dx_ref);
             let (dw, db) = backward_parameters(dims, &x, &dy, true);
             close("dw", &dw, &dw_ref);
@@ -392,7 +463,7 @@ mod tests {
     }
 
     /// Every output is bit-identical on pools of 1, 2, 3 and 5 threads (dW and db too,
-    /// which are sums over the rows).
+    /// which are sums over the rows), and `forward_onto` gives the bits of `r + y` on each.
     #[test]
     fn results_do_not_depend_on_the_thread_count() {
         let dims = LinearDims {
@@ -409,15 +480,17 @@ mod tests {
             inputs::<f32>(48, 2e-3, 0.1),
             gradients::<f32>(1001 * 48, 2e-3, -1.0),
         );
+        let r = inputs::<f32>(1001 * 48, 1e-3, -0.3);
         let run = |threads: usize| {
             on_threads(threads, || {
                 let (dw, db) = backward_parameters(dims, &x, &dy, true);
-                (
-                    forward(dims, &x, &w, Some(&b)),
-                    backward_input(dims, &dy, &w),
-                    dw,
-                    db.expect("db"),
-                )
+                let y = forward(dims, &x, &w, Some(&b));
+                let summed: Vec<f32> = r.iter().zip(&y).map(|(r, y)| r + y).collect();
+                assert!(
+                    forward_onto(dims, &x, &w, Some(&b), &r) == summed,
+                    "forward_onto has the bits of r + y"
+                );
+                (y, backward_input(dims, &dy, &w), dw, db.expect("db"))
             })
         };
         let one = run(1);

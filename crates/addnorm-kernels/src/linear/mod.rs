@@ -16,11 +16,12 @@
 //!
 //! # Formula
 //! `y = x·W + b` on the last dimension; `dx = dy·Wᵀ`, `dW = Σ_rows xᵀ·dy`,
-//! `db = Σ_rows dy`.
+//! `db = Σ_rows dy`. [`linear_onto`] adds a residual in the same pass: `y = r + (x·W + b)`,
+//! `dr = dy`.
 //!
 //! # Shapes
 //! - `x`: `[..., d_in]`; `weight`: `[d_in, d_out]` (Burn's `Linear` layout); `bias`:
-//!   `[d_out]`; output `[..., d_out]`
+//!   `[d_out]`; output and the residual `r`: `[..., d_out]`
 //!
 //! # Example
 //! ```
@@ -73,6 +74,53 @@ pub fn linear<B: LinearBackend, const D: usize>(
         weight.into_primitive().tensor(),
         bias.map(|b| b.into_primitive().tensor()),
     )))
+}
+
+/// `r + (x·W + b)`: a linear layer's output added to the residual `r` (shaped as the
+/// output) in the same pass over it, with the bits of `r + linear(x, weight, bias)`. On
+/// `NdArray` that saves a `[..., d_out]` tensor and a pass over it; under `Autodiff` the one
+/// node gives `∂L/∂r = ∂L/∂y` with the others. A rank-1 `x` is one row.
+///
+/// # Panics
+/// As [`linear`], or if `r` is not shaped as the output.
+pub fn linear_onto<B: LinearBackend, const D: usize>(
+    x: Tensor<B, D>,
+    weight: Tensor<B, 2>,
+    bias: Option<Tensor<B, 1>>,
+    residual: Tensor<B, D>,
+) -> Tensor<B, D> {
+    if D == 1 {
+        return linear_onto(x.unsqueeze::<2>(), weight, bias, residual.unsqueeze::<2>())
+            .squeeze_dim(0);
+    }
+    let mut out_dims = x.dims();
+    out_dims[D - 1] = weight.dims()[1];
+    assert_eq!(
+        residual.dims(),
+        out_dims,
+        "linear_onto: the residual must be shaped as the output x·W"
+    );
+    Tensor::from_primitive(TensorPrimitive::Float(B::linear_rows_onto(
+        x.into_primitive().tensor(),
+        weight.into_primitive().tensor(),
+        bias.map(|b| b.into_primitive().tensor()),
+        residual.into_primitive().tensor(),
+    )))
+}
+
+/// A Burn [`Linear`](burn::nn::Linear) module applied through [`linear_onto`]: `r` plus
+/// the layer's output.
+pub fn forward_onto<B: LinearBackend, const D: usize>(
+    layer: &burn::nn::Linear<B>,
+    x: Tensor<B, D>,
+    residual: Tensor<B, D>,
+) -> Tensor<B, D> {
+    linear_onto(
+        x,
+        layer.weight.val(),
+        layer.bias.as_ref().map(|b| b.val()),
+        residual,
+    )
 }
 
 /// A Burn [`Linear`](burn::nn::Linear) module applied through [`linear`]: the same

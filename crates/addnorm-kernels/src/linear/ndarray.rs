@@ -4,12 +4,12 @@
 //!
 //! # Shapes
 //! - `x`, `dx`: `[..., d_in]`; `weight`, `dW`: `[d_in, d_out]`; `bias`, `db`: `[d_out]`;
-//!   output, `grad_output`: `[..., d_out]`
+//!   output, `grad_output` and the residual: `[..., d_out]`
 
 use burn::backend::ndarray::NdArrayTensor;
 use burn::tensor::TensorMetadata;
 
-use super::cpu::{LinearDims, backward_input, backward_parameters, forward};
+use super::cpu::{LinearDims, backward_input, backward_parameters, forward, forward_onto};
 use super::fused::{LinearGrads, LinearWants};
 use crate::cpu::gemm::Gemm;
 use crate::cpu::ndarray::{NdArrayBackend, NdArrayReal};
@@ -29,15 +29,17 @@ fn dims_of(x: &[usize], weight: &[usize], bias: Option<&[usize]>) -> Option<Line
     })
 }
 
-/// The fused forward, or `None` when these inputs are not for it.
+/// The fused forward, `residual + (x·W + b)` when given a residual, or `None` when these
+/// inputs are not for it.
 pub(crate) fn fused_forward(
     x: &NdArrayTensor,
     weight: &NdArrayTensor,
     bias: Option<&NdArrayTensor>,
+    residual: Option<&NdArrayTensor>,
 ) -> Option<NdArrayTensor> {
     match x {
-        NdArrayTensor::F32(_) => forward_in::<f32>(x, weight, bias),
-        NdArrayTensor::F64(_) => forward_in::<f64>(x, weight, bias),
+        NdArrayTensor::F32(_) => forward_in::<f32>(x, weight, bias, residual),
+        NdArrayTensor::F64(_) => forward_in::<f64>(x, weight, bias, residual),
         _ => None,
     }
 }
@@ -46,6 +48,7 @@ fn forward_in<E: NdArrayReal + Gemm>(
     x: &NdArrayTensor,
     weight: &NdArrayTensor,
     bias: Option<&NdArrayTensor>,
+    residual: Option<&NdArrayTensor>,
 ) -> Option<NdArrayTensor> {
     let shape = x.shape();
     let bias_shape = bias.map(|b| b.shape());
@@ -54,14 +57,18 @@ fn forward_in<E: NdArrayReal + Gemm>(
         weight.shape().as_slice(),
         bias_shape.as_ref().map(|s| s.as_slice()),
     )?;
+    let mut out_shape = shape.as_slice().to_vec();
+    *out_shape.last_mut().expect("rank ≥ 2") = dims.d_out;
     let (xs, ws) = (E::elements(x)?, E::elements(weight)?);
     let bs = match bias {
         Some(b) => Some(E::elements(b)?),
         None => None,
     };
-    let y = forward(dims, &xs, &ws, bs.as_deref());
-    let mut out_shape = shape.as_slice().to_vec();
-    *out_shape.last_mut().expect("rank ≥ 2") = dims.d_out;
+    let y = match residual {
+        Some(r) if r.shape().as_slice() != out_shape.as_slice() => return None,
+        Some(r) => forward_onto(dims, &xs, &ws, bs.as_deref(), &E::elements(r)?),
+        None => forward(dims, &xs, &ws, bs.as_deref()),
+    };
     Some(E::tensor(y, out_shape))
 }
 

@@ -32,6 +32,7 @@ use super::composite;
 use super::fused::{FusedNormForward, RowStatistics};
 use super::spec::RowNormSpec;
 use crate::fused::{count_fused_backward, try_fused_forward};
+use crate::gradient_sum::{TrackedParent, register_sum};
 
 /// The backward node of a fused `norm_rows`. Its parents are `x`, then γ and β when they
 /// exist; the const `N` is how many.
@@ -99,13 +100,15 @@ impl<B: RowNormBackend, const N: usize> Backward<B, N> for NormRowsBackward {
 }
 
 /// The backward node of [`RowNormBackend::reshape_rows`]: the gradient takes the inner
-/// backend's `reshape_rows` back to the input's shape, so it does not copy either.
+/// backend's `reshape_rows` back to the input's shape, so it does not copy either, and is
+/// summed in place into the input's gradient when it has one ([`register_sum`]: a
+/// residual stream feeds a norm and a residual sum).
 #[derive(Debug)]
 pub struct ReshapeRowsBackward;
 
 impl<B: RowNormBackend> Backward<B, 1> for ReshapeRowsBackward {
-    /// The input's shape.
-    type State = Shape;
+    /// The input's shape, and the input as a tracked parent.
+    type State = (Shape, TrackedParent<B>);
 
     fn backward(
         self,
@@ -114,8 +117,9 @@ impl<B: RowNormBackend> Backward<B, 1> for ReshapeRowsBackward {
         _checkpointer: &mut Checkpointer,
     ) {
         let grad = grads.consume::<B>(&ops.node);
-        if let [Some(parent)] = ops.parents {
-            grads.register::<B>(parent.id, B::reshape_rows(grad, ops.state));
+        let (shape, parent) = ops.state;
+        if let [Some(_)] = ops.parents {
+            register_sum::<B>(grads, &parent, B::reshape_rows(grad, shape));
         }
     }
 }
@@ -217,8 +221,8 @@ impl<B: RowNormBackend, C: CheckpointStrategy> RowNormBackend for Autodiff<B, C>
             .stateful()
         {
             OpsKind::Tracked(prep) => {
-                let input_shape = x.primitive.shape();
-                prep.finish(input_shape, B::reshape_rows(x.primitive, shape))
+                let state = (x.primitive.shape(), x.clone());
+                prep.finish(state, B::reshape_rows(x.primitive, shape))
             }
             OpsKind::UnTracked(prep) => prep.finish(B::reshape_rows(x.primitive, shape)),
         }

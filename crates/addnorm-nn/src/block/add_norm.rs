@@ -17,6 +17,9 @@
 //! DeepNorm and ResiDual then normalizes the gate's output, DeepNorm's α still scales `x`
 //! and ReZero's gate still scales `t`; ResiDual's dual stream stays a plain sum.
 //!
+//! [`AddNorm::forward_onto`] hands the residual to a sublayer that adds it inside its last
+//! GEMM (`x + F(h)` in one pass, with the same bits), where the join is that plain sum.
+//!
 //! NormFormer's post-attention norm (Shleifer et al. 2021) is an output norm on a Pre
 //! connection ([`AddNorm::with_output_norm`]). ResiDual (Xie et al. 2023) carries a second
 //! stream through [`AddNorm::forward_dual`]. adaLN-Zero (Peebles & Xie 2023) modulates the
@@ -199,6 +202,50 @@ impl<B: NormBackend> AddNorm<B> {
     ) -> Tensor<B, 3> {
         let term = self.branch_term(x.clone(), sublayer);
         self.join(x, term)
+    }
+
+    /// [`forward`](Self::forward) for a sublayer that can add the residual in its last
+    /// operation (as [`MultiHeadSelfAttention::forward_onto`](super::MultiHeadSelfAttention::forward_onto)
+    /// and [`FeedForward::forward_onto`](super::FeedForward::forward_onto) do, in their
+    /// output projection's GEMM): `sublayer(h, Some(r))` must return `r + F(h)`, and
+    /// `sublayer(h, None)` `F(h)`.
+    ///
+    /// Where the connection's join is the plain sum `x + F(in(x))` (Pre, Post, ResiDual's
+    /// Post-LN stream, the plain residual; no output norm, LayerScale, residual gate or
+    /// active dropout), `x` goes into the sublayer and the sum is never a tensor of its own;
+    /// elsewhere this is `forward(x, |h| sublayer(h, None))`. Either way the result and
+    /// every gradient have the bits of [`forward`](Self::forward).
+    ///
+    /// # Shapes
+    /// - input: `[batch, seq, d_model]`; `sublayer` maps that shape to itself
+    /// - output: `[batch, seq, d_model]`
+    pub fn forward_onto(
+        &self,
+        x: Tensor<B, 3>,
+        sublayer: impl FnOnce(Tensor<B, 3>, Option<Tensor<B, 3>>) -> Tensor<B, 3>,
+    ) -> Tensor<B, 3> {
+        let Some(residual) = self.plain_residual(&x) else {
+            return self.forward(x, |h| sublayer(h, None));
+        };
+        let sum = sublayer(maybe(&self.input_norm, x), Some(residual));
+        maybe(&self.sum_norm, sum)
+    }
+
+    /// `x`, when [`join`](Self::join) adds the raw `F(in(x))` to it in a plain sum (then
+    /// through the sum norm, if any); `None` for any other join.
+    fn plain_residual(&self, x: &Tensor<B, 3>) -> Option<Tensor<B, 3>> {
+        let dropout_off = self.dropout.prob == 0.0 || !B::ad_enabled(&x.device());
+        let plain = self.output_norm.is_none()
+            && self.layer_scale.is_none()
+            && self.residual_gate.is_none()
+            && dropout_off;
+        match self.placement {
+            // DeepNorm's α·x would be a node made before the sublayer's instead of after,
+            // which changes the order in which x's gradients are summed, and so their bits.
+            Placement::ReZero | Placement::DeepNorm => None,
+            _ if plain => Some(x.clone()),
+            _ => None,
+        }
     }
 
     /// [`forward`](Self::forward) with ResiDual's second stream (Xie et al. 2023, §3):

@@ -322,7 +322,7 @@ impl<B: NormBackend> MultiHeadSelfAttention<B> {
     /// - input: `[batch, seq, d_model]`
     /// - output: `[batch, seq, d_model]`
     pub fn forward(&self, x: Tensor<B, 3>) -> Tensor<B, 3> {
-        self.attend(x, false).0
+        self.attend(x, false, None).0
     }
 
     /// Applies self-attention and also returns the largest attention logit `max S` over the
@@ -332,11 +332,28 @@ impl<B: NormBackend> MultiHeadSelfAttention<B> {
     /// - input: `[batch, seq, d_model]`
     /// - output: `([batch, seq, d_model], [1])`
     pub fn forward_with_max_logit(&self, x: Tensor<B, 3>) -> (Tensor<B, 3>, Tensor<B, 1>) {
-        let (y, max_logit) = self.attend(x, true);
+        let (y, max_logit) = self.attend(x, true, None);
         (y, max_logit.expect("recorded"))
     }
 
-    fn attend(&self, x: Tensor<B, 3>, record: bool) -> (Tensor<B, 3>, Option<Tensor<B, 1>>) {
+    /// Applies self-attention and adds the result to `residual` (`[batch, seq, d_model]`)
+    /// inside W^O's GEMM: `residual + MHSA(x)`, with the bits of that sum and no tensor for
+    /// `MHSA(x)` of its own (see [`linear_onto`](addnorm_kernels::linear::linear_onto)).
+    ///
+    /// # Shapes
+    /// - input, `residual` and output: `[batch, seq, d_model]`
+    pub fn forward_onto(&self, x: Tensor<B, 3>, residual: Tensor<B, 3>) -> Tensor<B, 3> {
+        self.attend(x, false, Some(residual)).0
+    }
+
+    /// The attention on `x`, added to `residual` when given one, with the max logit when
+    /// `record`.
+    pub(crate) fn attend(
+        &self,
+        x: Tensor<B, 3>,
+        record: bool,
+        residual: Option<Tensor<B, 3>>,
+    ) -> (Tensor<B, 3>, Option<Tensor<B, 1>>) {
         let Heads {
             query: heads,
             key_value: kv_heads,
@@ -377,7 +394,11 @@ impl<B: NormBackend> MultiHeadSelfAttention<B> {
             Some(gains) => context * per_column(gains.val(), d_head).unsqueeze::<3>(),
             None => context,
         };
-        (linear::forward(&self.output, context), max_logit)
+        let output = match residual {
+            Some(r) => linear::forward_onto(&self.output, context, r),
+            None => linear::forward(&self.output, context),
+        };
+        (output, max_logit)
     }
 }
 

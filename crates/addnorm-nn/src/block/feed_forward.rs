@@ -161,6 +161,22 @@ impl<B: NormBackend> FeedForward<B> {
     /// - input: `[batch, seq, d_model]`
     /// - output: `[batch, seq, d_model]`
     pub fn forward(&self, x: Tensor<B, 3>) -> Tensor<B, 3> {
+        linear::forward(&self.outer, self.hidden(x))
+    }
+
+    /// Applies the network and adds the result to `residual` inside W₂'s GEMM:
+    /// `residual + FFN(x)`, with the bits of that sum and no tensor for `FFN(x)` of its own
+    /// (see [`linear_onto`](addnorm_kernels::linear::linear_onto)).
+    ///
+    /// # Shapes
+    /// - input, `residual` and output: `[batch, seq, d_model]`
+    pub fn forward_onto(&self, x: Tensor<B, 3>, residual: Tensor<B, 3>) -> Tensor<B, 3> {
+        linear::forward_onto(&self.outer, self.hidden(x), residual)
+    }
+
+    /// The hidden activations W₂ reads: `act(x·W₁ + b₁)` (gated, dropped out and normed as
+    /// configured), `[batch, seq, d_ff]`.
+    fn hidden(&self, x: Tensor<B, 3>) -> Tensor<B, 3> {
         let hidden = match &self.gate {
             Some(gate) => {
                 let gate = self.activation.forward(linear::forward(gate, x.clone()));
@@ -169,11 +185,10 @@ impl<B: NormBackend> FeedForward<B> {
             None => self.activation.forward(linear::forward(&self.inner, x)),
         };
         let hidden = self.dropout.forward(hidden);
-        let hidden = match &self.hidden_norm {
+        match &self.hidden_norm {
             Some(norm) => norm.forward(hidden),
             None => hidden,
-        };
-        linear::forward(&self.outer, hidden)
+        }
     }
 }
 

@@ -1,7 +1,7 @@
 //! The projections of the block: `y = x·W + b` with W drawn from a configurable initializer
 //! (Xavier-normal by default) and b = 0, applied with [`forward`]
 //! (`addnorm_kernels::linear`: one GEMM per call over all rows, fused where the backend
-//! has a kernel).
+//! has a kernel), or with [`forward_onto`] onto a residual (`r + x·W + b` in the same pass).
 //!
 //! # Shapes
 //! - `W: [d_input, d_output]`, `b: [d_output]`; input `[..., d_input]` → `[..., d_output]`
@@ -10,7 +10,7 @@ use burn::module::{Initializer, Param};
 use burn::nn::{Linear, LinearConfig};
 use burn::tensor::backend::Backend;
 
-pub(crate) use addnorm_kernels::linear::forward;
+pub(crate) use addnorm_kernels::linear::{forward, forward_onto};
 
 /// The default weight initializer of every projection: Xavier-normal with gain 1,
 /// `W ~ N(0, 2 / (d_in + d_out))`, the setting of Xiong et al.'s analysis.

@@ -489,24 +489,27 @@ impl<B: NormBackend> TransformerBlock<B> {
              TransformerBlock::forward_conditioned(x, c)"
         );
         let mut max_logit = None;
-        let attention = |h| {
-            if !record {
-                return self.attention.forward(h);
-            }
-            let (y, m) = self.attention.forward_with_max_logit(h);
-            max_logit = Some(m);
+        let mut attention = |h, residual| {
+            let (y, m) = self.attention.attend(h, record, residual);
+            max_logit = m;
             y
         };
-        let feed_forward = |h| self.feed_forward.forward(h);
+        let feed_forward = |h, residual: Option<Tensor<B, 3>>| match residual {
+            Some(r) => self.feed_forward.forward_onto(h, r),
+            None => self.feed_forward.forward(h),
+        };
         let (r1, r2) = (&self.attention_residual, &self.feed_forward_residual);
         let (x, dual) = match (r1.placement(), dual) {
-            (Placement::Parallel, dual) => (self.parallel(x, attention), dual),
+            (Placement::Parallel, dual) => (self.parallel(x, |h| attention(h, None)), dual),
             (_, Some(dual)) => {
-                let (x, dual) = r1.forward_dual(x, dual, attention);
-                let (x, dual) = r2.forward_dual(x, dual, feed_forward);
+                let (x, dual) = r1.forward_dual(x, dual, |h| attention(h, None));
+                let (x, dual) = r2.forward_dual(x, dual, |h| feed_forward(h, None));
                 (x, Some(dual))
             }
-            (_, None) => (r2.forward(r1.forward(x, attention), feed_forward), None),
+            (_, None) => (
+                r2.forward_onto(r1.forward_onto(x, attention), feed_forward),
+                None,
+            ),
         };
         (x, dual, max_logit)
     }
