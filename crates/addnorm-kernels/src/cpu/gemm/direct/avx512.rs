@@ -91,7 +91,9 @@ pub(super) unsafe fn gemm(ops: Operands, dims: [usize; 3], alpha: f32, beta: f32
     unsafe { tile::gemm::<Avx512, 12>(ops, dims, alpha, beta) }
 }
 
-/// B's `k × n` elements copied into rows of `n`, 16 columns at a time by a gather.
+/// B's `k × n` elements copied into rows of `n`: by 16 × 16 transposes in registers when
+/// B is a row-major matrix read transposed (unit row stride: `Wᵀ`, `Kᵀ`, `Vᵀ`), else 16
+/// columns at a time by a gather.
 ///
 /// # Safety
 /// `b` must address `k × n` live elements, `n · |col_stride|` must fit 32-bit offsets
@@ -99,14 +101,112 @@ pub(super) unsafe fn gemm(ops: Operands, dims: [usize; 3], alpha: f32, beta: f32
 #[target_feature(enable = "avx512f")]
 pub(super) unsafe fn contiguous_rows(b: super::Strided<f32>, k: usize, n: usize) -> Vec<f32> {
     let mut out: Vec<f32> = Vec::with_capacity(k * n);
+    // SAFETY (both): forwarded from the caller; each writes all k·n elements of `out`.
+    unsafe {
+        if b.row_stride == 1 && b.col_stride > 0 {
+            transposed_rows(b, k, n, out.as_mut_ptr());
+        } else {
+            gathered_rows(b, k, n, out.as_mut_ptr());
+        }
+        out.set_len(k * n);
+    }
+    out
+}
+
+/// [`contiguous_rows`] of a B whose element `(r, c)` lies at `r + c·col_stride`: B's
+/// columns are the rows of a row-major matrix. Each 16 × 16 block is 16 (masked) loads of
+/// those rows, a transpose in registers ([`transpose`]) and 16 (masked) stores.
+///
+/// # Safety
+/// As [`contiguous_rows`], with `row_stride = 1`, `col_stride > 0`; `to` has room for
+/// `k × n` elements.
+#[target_feature(enable = "avx512f")]
+unsafe fn transposed_rows(b: super::Strided<f32>, k: usize, n: usize, to: *mut f32) {
+    for r0 in (0..k).step_by(16) {
+        // SAFETY: the caller enabled avx512f.
+        let (rows, row_mask) = ((k - r0).min(16), unsafe { Avx512::mask(k - r0) });
+        for c0 in (0..n).step_by(16) {
+            // SAFETY: as above.
+            let (cols, col_mask) = ((n - c0).min(16), unsafe { Avx512::mask(n - c0) });
+            // SAFETY: column c0 + i of B, rows r0..r0 + rows, for the columns that exist;
+            // the stores write rows r0..r0 + rows, columns c0..c0 + cols of `to`.
+            unsafe {
+                let mut block: [__m512; 16] = std::array::from_fn(|i| {
+                    if i < cols {
+                        let column = b.ptr.offset((c0 + i) as isize * b.col_stride + r0 as isize);
+                        _mm512_maskz_loadu_ps(row_mask, column)
+                    } else {
+                        _mm512_setzero_ps()
+                    }
+                });
+                transpose(&mut block);
+                for (j, row) in block.iter().take(rows).enumerate() {
+                    _mm512_mask_storeu_ps(to.add((r0 + j) * n + c0), col_mask, *row);
+                }
+            }
+        }
+    }
+}
+
+/// Transposes the 16 × 16 matrix whose rows are `m`'s vectors: 32-bit and 64-bit
+/// interleaves within 128-bit lanes, then two rounds of 128-bit lane shuffles.
+#[inline(always)]
+fn transpose(m: &mut [__m512; 16]) {
+    // SAFETY: register-only shuffles; the caller enabled avx512f.
+    unsafe {
+        let pairs: [__m512; 16] = std::array::from_fn(|i| {
+            let (a, b) = (m[i & !1], m[i | 1]);
+            if i % 2 == 0 {
+                _mm512_unpacklo_ps(a, b)
+            } else {
+                _mm512_unpackhi_ps(a, b)
+            }
+        });
+        // Vector 4g + j: in 128-bit lane L, column 4L + j of rows 4g .. 4g + 3.
+        let quads: [__m512; 16] = std::array::from_fn(|i| {
+            let (g, j) = (i / 4 * 4, i % 4);
+            let (a, b) = (
+                _mm512_castps_pd(pairs[g + j / 2]),
+                _mm512_castps_pd(pairs[g + 2 + j / 2]),
+            );
+            _mm512_castpd_ps(if j % 2 == 0 {
+                _mm512_unpacklo_pd(a, b)
+            } else {
+                _mm512_unpackhi_pd(a, b)
+            })
+        });
+        for j in 0..4 {
+            let even_lanes = |a, b| _mm512_shuffle_f32x4::<0x88>(a, b);
+            let odd_lanes = |a, b| _mm512_shuffle_f32x4::<0xdd>(a, b);
+            let (u0, u1) = (
+                even_lanes(quads[j], quads[4 + j]),
+                odd_lanes(quads[j], quads[4 + j]),
+            );
+            let (u2, u3) = (
+                even_lanes(quads[8 + j], quads[12 + j]),
+                odd_lanes(quads[8 + j], quads[12 + j]),
+            );
+            m[j] = even_lanes(u0, u2);
+            m[4 + j] = even_lanes(u1, u3);
+            m[8 + j] = odd_lanes(u0, u2);
+            m[12 + j] = odd_lanes(u1, u3);
+        }
+    }
+}
+
+/// [`contiguous_rows`] of any B, 16 columns at a time by a gather.
+///
+/// # Safety
+/// As [`contiguous_rows`]; `to` has room for `k × n` elements.
+#[target_feature(enable = "avx512f")]
+unsafe fn gathered_rows(b: super::Strided<f32>, k: usize, n: usize, to: *mut f32) {
     let lane = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
     // Lane l of a chunk reads column v·16 + l: l·col_stride past the chunk's first.
     let offsets = _mm512_mullo_epi32(lane, _mm512_set1_epi32(b.col_stride as i32));
-    let to = out.as_mut_ptr();
     for r in 0..k {
         for c0 in (0..n).step_by(16) {
             // SAFETY: element (r, c0 + l) for the live lanes l of the caller's view; the
-            // store writes those lanes of row r inside the capacity.
+            // store writes those lanes of row r inside `to`.
             unsafe {
                 let mask = Avx512::mask(n - c0);
                 let base = b
@@ -122,7 +222,4 @@ pub(super) unsafe fn contiguous_rows(b: super::Strided<f32>, k: usize, n: usize)
             }
         }
     }
-    // SAFETY: the loops wrote every one of the k·n elements (each row's chunks cover it).
-    unsafe { out.set_len(k * n) };
-    out
 }

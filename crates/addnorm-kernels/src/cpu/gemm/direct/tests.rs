@@ -296,3 +296,33 @@ fn runs_only_where_matrixmultiply_runs_the_same_instruction_set() {
         assert_eq!(Kernel::for_set(set, avx512f, true), None, "{set:?}, packed");
     }
 }
+
+/// The AVX-512 copy of a strided B into contiguous rows, by transposes (B read transposed,
+/// unit row stride) and by gathers (any other strides), equals the element-by-element
+/// copy, at sizes around its 16 × 16 blocks.
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn avx512_contiguous_rows_equal_the_plain_copy() {
+    if !has_avx512f() {
+        return;
+    }
+    for (k, n) in [
+        (1, 1),
+        (5, 3),
+        (16, 16),
+        (17, 33),
+        (32, 128),
+        (128, 40),
+        (3, 130),
+    ] {
+        for transposed in [true, false] {
+            let layout = Layout { transposed, pad: 3 };
+            let mut stored = values(layout.len(k, n), 1);
+            let b = layout.view(stored.as_mut_ptr(), k, n);
+            // SAFETY: b addresses k × n elements of `stored`; the CPU has avx512f.
+            let (fast, plain) =
+                unsafe { (avx512::contiguous_rows(b, k, n), contiguous_rows(b, k, n)) };
+            assert_eq!(fast, plain, "k {k}, n {n}, transposed {transposed}");
+        }
+    }
+}
