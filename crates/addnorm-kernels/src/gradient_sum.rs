@@ -13,7 +13,9 @@
 //!
 //! # Formula
 //! `g_parent ← new + g_parent` element by element: the bits of Burn's own sum (IEEE
-//! addition is commutative, and one addition per element is all either does).
+//! addition is commutative, and one addition per element is all either does). Large sums
+//! are cut into chunks over the threads; each element is still one addition, so the cut
+//! changes no bit.
 //!
 //! # Shapes
 //! `new` and the registered gradient: the parent's shape.
@@ -64,6 +66,11 @@ mod ndarray {
 
     use crate::cpu::dispatch::vectorized;
     use crate::cpu::ndarray::{NdArrayReal, elements_mut};
+    use crate::cpu::parallel::{self, ChunksMut, in_chunks};
+
+    /// The fewest elements a task of the sum takes (128 KiB of f32): the sum is
+    /// memory-bound, and a smaller task costs more to hand over than it saves.
+    const MIN_TASK_ELEMENTS: usize = 1 << 15;
 
     /// `new + old` over one of the two when `B`'s tensors are `NdArray`'s; the operands
     /// back otherwise.
@@ -108,15 +115,20 @@ mod ndarray {
         };
         let other_values = E::elements(&other).expect("the caller checked the dtypes");
         let values = elements_mut(&mut target);
-        vectorized(
-            #[inline(always)]
-            || {
-                // Either operand order: IEEE addition is commutative, bit for bit.
-                for (t, &o) in values.iter_mut().zip(other_values.iter()) {
-                    *t += o;
-                }
-            },
-        );
+        let size = parallel::elementwise_chunk(values.len(), MIN_TASK_ELEMENTS);
+        let targets = ChunksMut::new(values, size);
+        in_chunks(&targets, |i, size| {
+            let (values, others) = (targets.take(i), parallel::chunk(&other_values, size, i));
+            vectorized(
+                #[inline(always)]
+                || {
+                    // Either operand order: IEEE addition is commutative, bit for bit.
+                    for (t, &o) in values.iter_mut().zip(others) {
+                        *t += o;
+                    }
+                },
+            );
+        });
         Ok(E::from_array(target))
     }
 
@@ -218,6 +230,14 @@ mod tests {
         assert_ne!(data_pointer(&sum), data_pointer(&old_held));
         assert_eq!(bits(sum), expected);
         assert_eq!((bits(new_held), bits(old_held)), (new_before, old_before));
+    }
+
+    /// A sum large enough to be cut into chunks over 3 threads has Burn's bits too.
+    #[test]
+    fn a_sum_in_chunks_has_burns_bits() {
+        let (new, old, expected) = operands([300, 301]);
+        let sum = crate::cpu::test_values::on_threads(3, || add::<B>(new, old));
+        assert_eq!(bits(sum), expected);
     }
 
     /// Shapes that differ (broadcasting) go to Burn's `float_add`.

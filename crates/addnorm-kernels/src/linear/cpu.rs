@@ -39,6 +39,9 @@ const SERIAL_BELOW_FLOPS: usize = 1 << 18;
 /// tiles are 12, 4, 2 and 1 rows; a block's split into them costs nothing extra.)
 const ROW_ALIGN: usize = 8;
 
+/// The fewest elements of dW a task of [`add_partials`] sums (64 KiB of f32).
+const PARTIAL_SUM_TASK: usize = 1 << 14;
+
 /// The most row blocks a weight gradient is summed over. A fixed number, not the thread
 /// count: dW = Σ_blocks x_blockᵀ·dy_block rounds by its partition, so a partition that
 /// followed the threads would give results that change with the thread count.
@@ -319,10 +322,24 @@ pub fn backward_parameters<E: Gemm>(
             })
         })
     };
-    for part in &scratch {
-        add_into(&mut dw, part);
-    }
+    add_partials(&mut dw, &scratch);
     (dw, db)
+}
+
+/// `dw += part` for each of `parts` in order, column chunk by column chunk over the
+/// threads: each element still sums the parts in block order, so the cut changes no bit.
+fn add_partials<E: Gemm>(dw: &mut [E], parts: &[Scratch<E>]) {
+    if parts.is_empty() {
+        return;
+    }
+    let size = parallel::elementwise_chunk(dw.len(), PARTIAL_SUM_TASK);
+    let chunks = ChunksMut::new(dw, size);
+    parallel::in_chunks(&chunks, |i, size| {
+        let dw = chunks.take(i);
+        for part in parts {
+            add_into(dw, parallel::chunk(part, size, i));
+        }
+    });
 }
 
 /// `Σ_rows m[row, ·]` of a row-major `[rows, width]` slice.
@@ -336,9 +353,14 @@ fn column_sums<E: Gemm>(m: &[E], width: usize) -> Vec<E> {
 
 /// `acc += other`, element-wise.
 fn add_into<E: Gemm>(acc: &mut [E], other: &[E]) {
-    for (a, &o) in acc.iter_mut().zip(other) {
-        *a += o;
-    }
+    vectorized(
+        #[inline(always)]
+        || {
+            for (a, &o) in acc.iter_mut().zip(other) {
+                *a += o;
+            }
+        },
+    );
 }
 
 #[cfg(test)]
@@ -460,6 +482,28 @@ mod tests {
         assert_eq!(reduction.len(), 8);
         assert_eq!(reduction[0], (0, 128));
         assert_eq!(reduction[7], (896, 1001));
+    }
+
+    /// A dW large enough that its block sums are split into column chunks over the
+    /// threads has the same bits on 1, 2 and 3 threads.
+    #[test]
+    fn large_weight_gradients_sum_their_blocks_alike_on_any_threads() {
+        let dims = LinearDims {
+            rows: 1001,
+            d_in: 256,
+            d_out: 160,
+        };
+        assert!(
+            dims.d_in * dims.d_out >= 2 * PARTIAL_SUM_TASK,
+            "split into chunks"
+        );
+        let x = inputs::<f32>(dims.rows * dims.d_in, 1e-3, -0.5);
+        let dy = gradients::<f32>(dims.rows * dims.d_out, 2e-3, -1.0);
+        let run = |threads| on_threads(threads, || backward_parameters(dims, &x, &dy, true));
+        let one = run(1);
+        for threads in [2, 3] {
+            assert!(one == run(threads), "{threads} threads differ from one");
+        }
     }
 
     /// Every output is bit-identical on pools of 1, 2, 3 and 5 threads (dW and db too,
