@@ -321,3 +321,68 @@ fn residuals_added_in_the_gemm_have_the_bits_of_the_sum() {
         }
     }
 }
+
+/// Under Burn's `BalancedCheckpointing` (which may drop memory-bound outputs and recompute
+/// them in the backward) the fused nodes' gradients, with their residuals in the GEMM and
+/// their in-place gradient sums, have the same bits as under the default strategy, on a
+/// Pre and a Post block.
+#[cfg(feature = "ndarray")]
+#[test]
+fn checkpointing_gives_the_same_gradients() {
+    use burn::backend::autodiff::checkpoint::strategy::BalancedCheckpointing;
+    type Plain = burn::backend::Autodiff<burn::backend::NdArray>;
+    type Balanced = burn::backend::Autodiff<burn::backend::NdArray, BalancedCheckpointing>;
+    fn run<B: burn::tensor::backend::AutodiffBackend + addnorm::NormBackend>(
+        placement: Placement,
+    ) -> Vec<Vec<u32>> {
+        let device = Default::default();
+        let block = TransformerBlockConfig::new(D, HEADS, 16)
+            .with_placement(placement)
+            .init::<B>(&device);
+        let values: Vec<f32> = (0..2 * SEQ * D)
+            .map(|i| ((i * 37) % 23) as f32 / 11.0 - 1.0)
+            .collect();
+        let x =
+            Tensor::<B, 3>::from_data(TensorData::new(values, [2, SEQ, D]), &device).require_grad();
+        let y = block.forward(x.clone());
+        let grads = (y.clone() * y).sum().backward();
+        let bits = |d: TensorData| {
+            let v = d.to_vec::<f32>().expect("f32");
+            v.iter().map(|v| v.to_bits()).collect()
+        };
+        vec![
+            bits(x.grad(&grads).expect("dx").into_data()),
+            bits(
+                block
+                    .attention
+                    .query
+                    .weight
+                    .grad(&grads)
+                    .expect("dW^Q")
+                    .into_data(),
+            ),
+            bits(
+                block
+                    .feed_forward
+                    .outer
+                    .weight
+                    .grad(&grads)
+                    .expect("dW2")
+                    .into_data(),
+            ),
+        ]
+    }
+    // In a process of its own: the global seed then gives both blocks the same weights.
+    crate::common::in_own_process(
+        "block_placements::checkpointing_gives_the_same_gradients",
+        || {
+            for placement in [Placement::Pre, Placement::Post] {
+                <Plain as burn::tensor::backend::Backend>::seed(&Default::default(), 7);
+                let plain = run::<Plain>(placement);
+                <Balanced as burn::tensor::backend::Backend>::seed(&Default::default(), 7);
+                let balanced = run::<Balanced>(placement);
+                assert_eq!(plain, balanced, "{placement}");
+            }
+        },
+    );
+}
