@@ -7,7 +7,7 @@ use burn::module::Param;
 use burn::nn::Linear;
 use burn::tensor::{Distribution, Tensor, TensorData, activation::gelu, backend::Backend};
 
-use crate::common::{assert_close, values};
+use crate::common::{assert_close, f32_bits, values};
 use crate::on_every_backend;
 
 const D: usize = 8;
@@ -313,11 +313,7 @@ fn residuals_added_in_the_gemm_have_the_bits_of_the_sum() {
         };
         let (fused, written) = (run(true), run(false));
         for (name, (a, e)) in ["y", "dx", "dW^O"].iter().zip(fused.iter().zip(&written)) {
-            let bits = |d: &TensorData| {
-                let v = d.to_vec::<f32>().expect("f32");
-                v.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
-            };
-            assert_eq!(bits(a), bits(e), "{placement}: {name}");
+            assert_eq!(f32_bits(a), f32_bits(e), "{placement}: {name}");
         }
     }
 }
@@ -346,10 +342,7 @@ fn checkpointing_gives_the_same_gradients() {
             Tensor::<B, 3>::from_data(TensorData::new(values, [2, SEQ, D]), &device).require_grad();
         let y = block.forward(x.clone());
         let grads = (y.clone() * y).sum().backward();
-        let bits = |d: TensorData| {
-            let v = d.to_vec::<f32>().expect("f32");
-            v.iter().map(|v| v.to_bits()).collect()
-        };
+        let bits = |d: TensorData| f32_bits(&d);
         vec![
             bits(x.grad(&grads).expect("dx").into_data()),
             bits(

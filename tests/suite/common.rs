@@ -100,6 +100,15 @@ pub fn values<B: Backend, const D: usize>(t: Tensor<B, D>) -> Vec<f64> {
         .expect("float data")
 }
 
+/// An f32 tensor's data as its values' bit patterns, to compare results bit for bit.
+///
+/// # Panics
+/// If the data is not f32.
+pub fn f32_bits(data: &burn::tensor::TensorData) -> Vec<u32> {
+    let values = data.to_vec::<f32>().expect("f32 data");
+    values.iter().map(|v| v.to_bits()).collect()
+}
+
 /// A tensor of the given shape from f64 values.
 pub fn tensor<B: Backend, const D: usize>(
     values: &[f64],

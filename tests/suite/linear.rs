@@ -11,7 +11,7 @@ use addnorm_kernels::linear::{linear, linear_onto};
 use burn::tensor::Tensor;
 use burn::tensor::backend::AutodiffBackend;
 
-use crate::common::{assert_close, in_own_process, tensor, values};
+use crate::common::{assert_close, f32_bits, in_own_process, tensor, values};
 use crate::on_every_backend;
 
 /// Deterministic values in [−1, 1).
@@ -295,18 +295,8 @@ fn a_shared_input_sums_its_gradients_with_burns_bits() {
     let [g1, g2, g3] = [0, 1, 2].map(|i| dx(&[i]));
     let expected = (g1 + (g2 + g3)).into_data();
     assert_eq!(
-        joint
-            .to_vec::<f32>()
-            .expect("f32")
-            .iter()
-            .map(|v| v.to_bits())
-            .collect::<Vec<_>>(),
-        expected
-            .to_vec::<f32>()
-            .expect("f32")
-            .iter()
-            .map(|v| v.to_bits())
-            .collect::<Vec<_>>(),
+        f32_bits(&joint),
+        f32_bits(&expected),
         "the in-place sum differs from Burn's"
     );
 }
