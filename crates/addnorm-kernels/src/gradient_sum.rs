@@ -64,9 +64,8 @@ mod ndarray {
     use burn::tensor::backend::Backend;
     use burn::tensor::ops::FloatTensor;
 
-    use crate::cpu::dispatch::vectorized;
     use crate::cpu::ndarray::{NdArrayReal, elements_mut};
-    use crate::cpu::parallel::{self, ChunksMut, in_chunks};
+    use crate::cpu::parallel::add_in_chunks;
 
     /// The fewest elements a task of the sum takes (128 KiB of f32): the sum is
     /// memory-bound, and a smaller task costs more to hand over than it saves.
@@ -114,21 +113,12 @@ mod ndarray {
             },
         };
         let other_values = E::elements(&other).expect("the caller checked the dtypes");
-        let values = elements_mut(&mut target);
-        let size = parallel::elementwise_chunk(values.len(), MIN_TASK_ELEMENTS);
-        let targets = ChunksMut::new(values, size);
-        in_chunks(&targets, |i, size| {
-            let (values, others) = (targets.take(i), parallel::chunk(&other_values, size, i));
-            vectorized(
-                #[inline(always)]
-                || {
-                    // Either operand order: IEEE addition is commutative, bit for bit.
-                    for (t, &o) in values.iter_mut().zip(others) {
-                        *t += o;
-                    }
-                },
-            );
-        });
+        // Either operand order: IEEE addition is commutative, bit for bit.
+        add_in_chunks(
+            elements_mut(&mut target),
+            &[&other_values],
+            MIN_TASK_ELEMENTS,
+        );
         Ok(E::from_array(target))
     }
 

@@ -39,6 +39,8 @@ use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
+use super::real::{Real, add_into};
+
 /// Runs `task(i)` for every `i < tasks` (see the [module docs](self)): on the calling
 /// thread alone when there is one task or one thread, else in parallel with the caller
 /// taking part and helpers from the current rayon pool (the global one outside any pool).
@@ -207,6 +209,23 @@ pub fn in_chunks<T>(chunks: &ChunksMut<'_, T>, task: impl Fn(usize, usize) + Syn
         1 => task(0, size),
         count => for_each(count, |i| task(i, size)),
     }
+}
+
+/// `acc += part` for each of `parts`, in order, element chunk by element chunk over the
+/// threads, at least `min_task` elements a task ([`elementwise_chunk`]). Each element still
+/// adds the parts in their order, one addition each, so how the call is cut changes no bit.
+pub fn add_in_chunks<E: Real>(acc: &mut [E], parts: &[&[E]], min_task: usize) {
+    if parts.is_empty() {
+        return;
+    }
+    let size = elementwise_chunk(acc.len(), min_task);
+    let chunks = ChunksMut::new(acc, size);
+    in_chunks(&chunks, |i, size| {
+        let acc = chunks.take(i);
+        for part in parts {
+            add_into(acc, chunk(part, size, i));
+        }
+    });
 }
 
 /// Chunk `i` of `values` cut into chunks of `size` elements (the last one shorter).

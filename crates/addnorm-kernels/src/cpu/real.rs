@@ -5,7 +5,8 @@
 //! changes the result, so the compiler keeps it serial. [`sum_map`] keeps [`LANES`]
 //! independent totals instead, which the compiler maps onto SIMD registers, and adds them
 //! pairwise at the end (which is also more accurate than one long running sum).
-//! [`max_of`] takes a maximum the same way (exact in any order).
+//! [`max_of`] takes a maximum the same way (exact in any order). [`add_into`] is the
+//! element-wise `acc += other` the kernels sum partial results and gradients with.
 //!
 //! ```
 //! use addnorm_kernels::cpu::real::sum_map;
@@ -188,6 +189,21 @@ pub fn max_of<E: Real>(x: &[E]) -> E {
         *lane = larger(*lane, v);
     }
     lanes.into_iter().fold(lanes[0], larger)
+}
+
+/// `acc[j] += other[j]` for every `j` (over the shorter of the two), at the widest vector
+/// width the CPU has ([`vectorized`](super::dispatch::vectorized)). Each element is one
+/// addition, so the result has the same bits at every width, and whichever of the two
+/// operands is written over (IEEE addition is commutative).
+pub fn add_into<E: Real>(acc: &mut [E], other: &[E]) {
+    super::dispatch::vectorized(
+        #[inline(always)]
+        || {
+            for (a, &o) in acc.iter_mut().zip(other) {
+                *a += o;
+            }
+        },
+    );
 }
 
 #[cfg(test)]

@@ -21,10 +21,10 @@
 //! - `x`, `dx`: `[rows, d_in]`; `w`, `dw`: `[d_in, d_out]`; `b`, `db`: `[d_out]`;
 //!   `y`, `dy` and the residual `r`: `[rows, d_out]` (all row-major)
 
-use crate::cpu::dispatch::vectorized;
 use crate::cpu::gemm::{Gemm, Strided};
 use crate::cpu::memory::{written_output, zeroed_output};
 use crate::cpu::parallel::{self, ChunksMut};
+use crate::cpu::real::add_into;
 use crate::cpu::scratch::Scratch;
 
 /// Below this many multiply-adds a call stays on the calling thread. Since
@@ -39,7 +39,7 @@ const SERIAL_BELOW_FLOPS: usize = 1 << 18;
 /// tiles are 12, 4, 2 and 1 rows; a block's split into them costs nothing extra.)
 const ROW_ALIGN: usize = 8;
 
-/// The fewest elements of dW a task of [`add_partials`] sums (64 KiB of f32).
+/// The fewest elements of dW a task sums its block partials over (64 KiB of f32).
 const PARTIAL_SUM_TASK: usize = 1 << 14;
 
 /// The most row blocks a weight gradient is summed over. A fixed number, not the thread
@@ -212,25 +212,12 @@ fn forward_into<E: Gemm>(
                 let span = r0 * d_out..r1 * d_out;
                 // SAFETY: rows r0..r1 of y, written above by this task alone.
                 let y = unsafe { out.block(r0, r1) };
-                add_residual(y, &r[span]);
+                add_into(y, &r[span]);
             }
         });
     };
     // SAFETY: the row blocks cover every row, and the GEMM writes every column of each.
     unsafe { written_output(rows * d_out, fill) }
-}
-
-/// `y ← r + y`, element-wise (the residual first, as `r + y` is written at the call
-/// sites this replaces; IEEE addition is commutative either way).
-fn add_residual<E: Gemm>(y: &mut [E], r: &[E]) {
-    vectorized(
-        #[inline(always)]
-        || {
-            for (y, &r) in y.iter_mut().zip(r) {
-                *y = r + *y;
-            }
-        },
-    );
 }
 
 /// `dx = dy·wᵀ`, `[rows, d_in]`.
@@ -322,24 +309,9 @@ pub fn backward_parameters<E: Gemm>(
             })
         })
     };
-    add_partials(&mut dw, &scratch);
+    let parts: Vec<&[E]> = scratch.iter().map(|part| &part[..]).collect();
+    parallel::add_in_chunks(&mut dw, &parts, PARTIAL_SUM_TASK);
     (dw, db)
-}
-
-/// `dw += part` for each of `parts` in order, column chunk by column chunk over the
-/// threads: each element still sums the parts in block order, so the cut changes no bit.
-fn add_partials<E: Gemm>(dw: &mut [E], parts: &[Scratch<E>]) {
-    if parts.is_empty() {
-        return;
-    }
-    let size = parallel::elementwise_chunk(dw.len(), PARTIAL_SUM_TASK);
-    let chunks = ChunksMut::new(dw, size);
-    parallel::in_chunks(&chunks, |i, size| {
-        let dw = chunks.take(i);
-        for part in parts {
-            add_into(dw, parallel::chunk(part, size, i));
-        }
-    });
 }
 
 /// `Σ_rows m[row, ·]` of a row-major `[rows, width]` slice.
@@ -349,18 +321,6 @@ fn column_sums<E: Gemm>(m: &[E], width: usize) -> Vec<E> {
         add_into(&mut sums, row);
     }
     sums
-}
-
-/// `acc += other`, element-wise.
-fn add_into<E: Gemm>(acc: &mut [E], other: &[E]) {
-    vectorized(
-        #[inline(always)]
-        || {
-            for (a, &o) in acc.iter_mut().zip(other) {
-                *a += o;
-            }
-        },
-    );
 }
 
 #[cfg(test)]

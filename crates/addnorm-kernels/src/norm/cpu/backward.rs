@@ -33,7 +33,7 @@ use crate::cpu::parallel::{self, ChunksMut, chunk};
 
 use super::plan::{RowPlan, rows_per_task};
 use crate::cpu::dispatch::vectorized;
-use crate::cpu::real::{LANES, Real, sum_map};
+use crate::cpu::real::{LANES, Real, add_into, sum_map};
 
 /// The per-feature parameter gradients of one call: `Σ_rows dy·ĉ` and `Σ_rows dy`.
 #[derive(Clone, Debug, PartialEq)]
@@ -154,12 +154,6 @@ fn run<E: Real>(
         add_into(&mut total.beta, &part.beta);
     }
     total
-}
-
-fn add_into<E: Real>(total: &mut [E], part: &[E]) {
-    for (t, &p) in total.iter_mut().zip(part) {
-        *t += p;
-    }
 }
 
 /// One row: `grad` holds the row's dy on entry and its dx on return; adds the row's dγ/dβ
