@@ -394,10 +394,7 @@ impl<B: NormBackend> MultiHeadSelfAttention<B> {
             Some(gains) => context * per_column(gains.val(), d_head).unsqueeze::<3>(),
             None => context,
         };
-        let output = match residual {
-            Some(r) => linear::forward_onto(&self.output, context, r),
-            None => linear::forward(&self.output, context),
-        };
+        let output = linear::forward_with_residual(&self.output, context, residual);
         (output, max_logit)
     }
 }

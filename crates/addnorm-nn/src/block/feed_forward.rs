@@ -161,7 +161,7 @@ impl<B: NormBackend> FeedForward<B> {
     /// - input: `[batch, seq, d_model]`
     /// - output: `[batch, seq, d_model]`
     pub fn forward(&self, x: Tensor<B, 3>) -> Tensor<B, 3> {
-        linear::forward(&self.outer, self.hidden(x))
+        self.apply(x, None)
     }
 
     /// Applies the network and adds the result to `residual` inside W₂'s GEMM:
@@ -171,7 +171,12 @@ impl<B: NormBackend> FeedForward<B> {
     /// # Shapes
     /// - input, `residual` and output: `[batch, seq, d_model]`
     pub fn forward_onto(&self, x: Tensor<B, 3>, residual: Tensor<B, 3>) -> Tensor<B, 3> {
-        linear::forward_onto(&self.outer, self.hidden(x), residual)
+        self.apply(x, Some(residual))
+    }
+
+    /// The network on `x`, added to `residual` when given one.
+    pub(crate) fn apply(&self, x: Tensor<B, 3>, residual: Option<Tensor<B, 3>>) -> Tensor<B, 3> {
+        linear::forward_with_residual(&self.outer, self.hidden(x), residual)
     }
 
     /// The hidden activations W₂ reads: `act(x·W₁ + b₁)` (gated, dropped out and normed as

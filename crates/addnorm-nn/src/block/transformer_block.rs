@@ -494,10 +494,7 @@ impl<B: NormBackend> TransformerBlock<B> {
             max_logit = m;
             y
         };
-        let feed_forward = |h, residual: Option<Tensor<B, 3>>| match residual {
-            Some(r) => self.feed_forward.forward_onto(h, r),
-            None => self.feed_forward.forward(h),
-        };
+        let feed_forward = |h, residual| self.feed_forward.apply(h, residual);
         let (r1, r2) = (&self.attention_residual, &self.feed_forward_residual);
         let (x, dual) = match (r1.placement(), dual) {
             (Placement::Parallel, dual) => (self.parallel(x, |h| attention(h, None)), dual),
