@@ -37,7 +37,7 @@
 
 use crate::cpu::parallel::{self, ChunksMut, chunk};
 
-use super::plan::rows_per_task;
+use super::plan::{forward_rows_per_task, rows_per_task};
 use crate::cpu::dispatch::vectorized;
 use crate::cpu::real::{Real, sum_map};
 
@@ -58,7 +58,7 @@ pub fn forward<E: Real>(n: usize, x: &[E], alpha: E, gamma: &[E], beta: &[E], y:
             },
         )
     };
-    let per_task = rows_per_task(x.len() / n.max(1), n) * n;
+    let per_task = forward_rows_per_task(x.len() / n.max(1), n) * n;
     if per_task >= x.len() {
         return task(y, x);
     }

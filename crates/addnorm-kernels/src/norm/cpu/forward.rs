@@ -35,7 +35,7 @@
 
 use crate::cpu::parallel::{self, ChunksMut, chunk};
 
-use super::plan::{RowPlan, rows_per_task};
+use super::plan::{RowPlan, forward_rows_per_task};
 use crate::cpu::dispatch::vectorized;
 use crate::cpu::real::Real;
 
@@ -80,7 +80,7 @@ pub fn forward<E: Real>(
             },
         )
     };
-    let per_task = rows_per_task(rows, n);
+    let per_task = forward_rows_per_task(rows, n);
     if per_task >= rows {
         return task(y, x, shift, rstd);
     }

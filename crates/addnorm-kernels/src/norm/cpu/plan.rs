@@ -17,8 +17,10 @@ use crate::norm::spec::{Centering, EpsilonPlacement, RowNormSpec};
 
 use crate::cpu::real::{Real, sum_map};
 
-/// How many elements one parallel task should at least touch, so that handing it to another
-/// thread stays cheap next to the work: 1 MiB of f32, roughly 0.1 ms of kernel time.
+/// How many elements one parallel task of a backward call should at least touch: 1 MiB of
+/// f32, roughly 0.1 ms of kernel time. It is part of the partition that orders the dγ/dβ
+/// sums, so lowering it would change their bits for every shape it newly splits; the
+/// forward, which has no such sums, takes [`FORWARD_MIN_TASK_ELEMENTS`].
 ///
 /// Handing work from the calling thread to rayon's pool and back costs a thread wake-up on
 /// each side. On the 2-core development VM that came to about 0.1 ms per call, more than a
@@ -26,6 +28,13 @@ use crate::cpu::real::{Real, sum_map};
 /// step took 0.59–0.61 ms, on the calling thread alone 0.47–0.50 ms. A call with fewer
 /// elements than this runs on the calling thread, without rayon (see the drivers).
 const MIN_TASK_ELEMENTS: usize = 256 * 1024;
+
+/// How many elements a task of a forward call should at least touch (128 KiB of f32).
+/// A forward computes each row alone, so its partition may follow the thread count; since
+/// `crate::cpu::parallel` lets the caller start at once, a split costs the caller only the
+/// helper's spawn, and a `[2048, 128]` forward (issue 25's d128 model) no longer runs on one
+/// thread (PERFORMANCE.md §28).
+const FORWARD_MIN_TASK_ELEMENTS: usize = 32 * 1024;
 
 /// How many tasks a large call is split into: a fixed number (four per thread of an
 /// 4-core machine), so that the partition, and with it the rounding of the dγ/dβ sums, is
@@ -122,6 +131,17 @@ impl<E: Real> RowPlan<E> {
     }
 }
 
+/// How many rows each parallel task of a forward call takes, for `rows` rows of `n`
+/// features: one task a thread, each at least 32 Ki elements, or `rows`
+/// (one task, on the calling thread) for a small call or one thread. Only for kernels that
+/// compute each row alone, whose bits no partition changes; a backward, which sums dγ and
+/// dβ over the rows, takes [`rows_per_task`].
+pub fn forward_rows_per_task(rows: usize, n: usize) -> usize {
+    let threads = rayon::current_num_threads();
+    let tasks = (rows * n / FORWARD_MIN_TASK_ELEMENTS).min(threads).max(1);
+    rows.div_ceil(tasks).max(1)
+}
+
 /// How many rows each parallel task takes, for `rows` rows of `n` features. When it is
 /// `rows` or more, the drivers run their one task on the calling thread, without rayon.
 ///
@@ -132,4 +152,45 @@ pub fn rows_per_task(rows: usize, n: usize) -> usize {
     let by_size = MIN_TASK_ELEMENTS.div_ceil(n.max(1));
     let by_balance = rows.div_ceil(BALANCE_TASKS);
     by_size.max(by_balance).clamp(1, rows.max(1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cpu::test_values::{inputs, on_threads};
+
+    /// A forward's tasks follow the threads, at least [`FORWARD_MIN_TASK_ELEMENTS`] each,
+    /// and its bits do not: the d128 model's `[2048, 128]` LayerNorm splits over 2 and 16
+    /// threads with the bits of one, while the demo model's `[544, 32]` stays one task.
+    #[test]
+    fn forward_tasks_follow_the_threads_with_the_bits_of_one() {
+        let per_task = |threads, rows, n| on_threads(threads, || forward_rows_per_task(rows, n));
+        assert_eq!(per_task(1, 2048, 128), 2048);
+        assert_eq!(per_task(2, 2048, 128), 1024);
+        assert_eq!(per_task(16, 2048, 128), 256);
+        assert_eq!(per_task(16, 544, 32), 544);
+        let (rows, n) = (2048, 128);
+        let x: Vec<f32> = inputs(rows * n, 1e-2, -5.0);
+        let gamma: Vec<f32> = (0..n).map(|j| 1.0 + j as f32 * 1e-3).collect();
+        let beta = vec![0.25; n];
+        let plan = RowPlan::<f32>::new(&RowNormSpec::layer_norm(1e-5), n);
+        let run = |threads| {
+            on_threads(threads, || {
+                let (mut y, mut shift, mut rstd) = (
+                    vec![f32::NAN; rows * n],
+                    vec![f32::NAN; rows],
+                    vec![0.0; rows],
+                );
+                super::super::forward::forward(
+                    &plan, &x, &gamma, &beta, &mut y, &mut shift, &mut rstd,
+                );
+                (y, shift, rstd)
+            })
+        };
+        let one = run(1);
+        assert!(one.0.iter().all(|y| y.is_finite()), "every row written");
+        for threads in [2, 3, 16] {
+            assert!(one == run(threads), "{threads} threads differ from one");
+        }
+    }
 }
