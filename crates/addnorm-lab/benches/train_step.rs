@@ -33,7 +33,9 @@
 //! (`crates/addnorm-lab/benches/torch_train_step.py`: Pre-LN, SDPA attention, exact GELU,
 //! AdamW, masked cross-entropy), run as a child process with the same thread count before
 //! the Rust variants; torch / x above 1 means addnorm is faster. GFLOP/s counts the step's
-//! matrix products ([`step_flops`]).
+//! matrix products ([`step_flops`]); % peak divides it by the f32 FMA peak of the bench's
+//! threads, measured before the runs (`addnorm::kernels::cpu::peak`), the arithmetic behind
+//! issue 25's target of half the peak on d128.
 //!
 //! A step is what `addnorm train` does per batch: forward, masked cross-entropy, backward,
 //! `GradientsParams`, AdamW step. Every variant starts from the same seeded weights and
@@ -56,6 +58,7 @@ use addnorm::kernels::adamw::{FusedAdamW, FusedAdamWConfig};
 use addnorm::kernels::composite::ForceComposite;
 use addnorm::kernels::cpu::allocator::keep_freed_memory;
 use addnorm::kernels::cpu::fused_calls;
+use addnorm::kernels::cpu::peak::fma_peak_gflops;
 use addnorm::nn::{NormConfig, TransformerStack, TransformerStackConfig};
 use addnorm_lab::experiments::task::{Task, TaskKind};
 use addnorm_lab::experiments::train::loss::{masked_cross_entropy, objective};
@@ -440,6 +443,8 @@ fn main() {
     // allocator. Then, unless `--no-tuned`, the `addnorm` binary's settings, applied after
     // the user's loop has run since they cannot be undone: `keep_freed_memory` and the
     // steps on a worker of a rayon pool.
+    // The machine's measured f32 FMA peak on the bench's threads, before anything else runs.
+    let peak = fma_peak_gflops(rayon::current_num_threads(), 7);
     let torch = if options.torch {
         torch_timings(options.steps)
     } else {
@@ -462,7 +467,7 @@ fn main() {
     } else {
         vec![]
     };
-    report(&torch, &user, &tuned);
+    report(&torch, &user, &tuned, peak);
 }
 
 /// The bench's usage, printed on an unknown argument.
@@ -717,7 +722,7 @@ fn cell(v: f64, width: usize, unit: &str) -> String {
 
 /// Prints the tables: the user's loop against torch, the tuned loop, the Burn baselines
 /// and the phases.
-fn report(torch: &[TorchTiming], user: &[Measured], tuned: &[Measured]) {
+fn report(torch: &[TorchTiming], user: &[Measured], tuned: &[Measured], peak: Option<f64>) {
     println!(
         "One training step (forward, masked cross-entropy in Burn ops, backward, AdamW) of \
          TransformerStack (Pre-LN) on Autodiff<NdArray<f32>>; median of the steps; {} \
@@ -733,14 +738,20 @@ fn report(torch: &[TorchTiming], user: &[Measured], tuned: &[Measured]) {
          gets). tuned: the `addnorm` binary's settings (keep_freed_memory, steps on a rayon \
          worker). torch: the same model in PyTorch \
          (crates/addnorm-lab/benches/torch_train_step.py, same threads, run first). \
-         torch/x above 1: addnorm is faster.\n"
+         torch/x above 1: addnorm is faster. % peak: your loop's GFLOP/s over the f32 FMA \
+         peak of the bench's threads, measured before the runs (addnorm::kernels::cpu::peak): \
+         {}.\n",
+        peak.map_or("not measured on this CPU".to_string(), |p| format!(
+            "{p:.1} GFLOP/s"
+        ))
     );
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     println!(
-        "{:<22} {:>12} {:>9} {:>11} {:>12} {:>11} {:>12} {:>11}",
+        "{:<22} {:>12} {:>9} {:>7} {:>11} {:>12} {:>11} {:>12} {:>11}",
         "model",
         "your loop",
         "GFLOP/s",
+        "% peak",
         "torch",
         "torch/yours",
         "tuned",
@@ -757,11 +768,13 @@ fn report(torch: &[TorchTiming], user: &[Measured], tuned: &[Measured]) {
             .iter()
             .find(|t| t.name == m.name)
             .map_or(f64::NAN, |t| ms(t.fused.total()));
+        let gflops = m.flops / yours * 1e-6;
         println!(
-            "{:<22} {:>9.2} ms {:>9.1} {} {} {} {} {}",
+            "{:<22} {:>9.2} ms {:>9.1} {} {} {} {} {} {}",
             m.name,
             yours,
-            m.flops / yours * 1e-6,
+            gflops,
+            cell(peak.map_or(f64::NAN, |p| 100.0 * gflops / p), 6, "%"),
             cell(torch_ms, 8, " ms"),
             cell(torch_ms / yours, 11, "×"),
             cell(tuned_ms, 8, " ms"),

@@ -14,6 +14,7 @@
 //! - [`parallel`]: a kernel's tasks in parallel, the calling thread taking part when it is
 //!   not a pool worker (a user's `main`).
 //! - [`scratch`]: work buffers kept from one call to the next.
+//! - [`peak`]: the machine's f32 FMA peak, measured, for the benchmarks' share of it.
 //! - [`allocator`]: [`allocator::keep_freed_memory`], glibc `malloc` settings a training
 //!   binary may apply so each step reuses the last step's memory.
 //! - [`ndarray`] (with the `ndarray` feature): the glue that runs the kernels on `NdArray`
@@ -40,6 +41,7 @@ pub mod ndarray;
 #[cfg(feature = "ndarray")]
 pub mod output_pool;
 pub mod parallel;
+pub mod peak;
 pub mod real;
 pub mod scratch;
 pub mod tanh;
