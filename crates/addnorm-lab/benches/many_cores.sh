@@ -27,7 +27,7 @@ say() { echo "$*" | tee -a "$summary"; }
 
 # The first CPU of each of the first N physical cores, comma-separated (for taskset).
 cores() {
-  lscpu -p=CPU,CORE | grep -v '^#' | sort -t, -k2,2n -k1,1n -u -s \
+  lscpu -p=CPU,CORE | grep -v '^#' | sort -t, -k2,2n -k1,1n \
     | awk -F, '!seen[$2]++ { print $1 }' | head -n "$1" | paste -sd,
 }
 
@@ -49,7 +49,7 @@ $("$P" "$(nproc)" | tail -1 | tr -s ' ')"
 fi
 
 # 1. The same run on 1, 2 and every thread: metrics.csv must be byte-equal.
-for t in 1 2 "$(nproc)"; do
+for t in $(printf "%s\n" 1 2 "$(nproc)" | sort -nu); do
   RAYON_NUM_THREADS=$t "$A" train --placement pre --depth 6 --lr 0.01 --warmup 0 --steps 250 \
     --eval-every 25 --stats-every 250 --checkpoint-every 250 --out "$work/pre$t" >/dev/null 2>&1
   RAYON_NUM_THREADS=$t "$A" train --placement post --d-model 64 --depth 4 --lr 0.003 \

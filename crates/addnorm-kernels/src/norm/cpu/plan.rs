@@ -15,6 +15,7 @@
 use crate::norm::composite::STD_FLOOR;
 use crate::norm::spec::{Centering, EpsilonPlacement, RowNormSpec};
 
+use crate::cpu::parallel;
 use crate::cpu::real::{Real, sum_map};
 
 /// How many elements one parallel task of a backward call should at least touch: 1 MiB of
@@ -132,14 +133,14 @@ impl<E: Real> RowPlan<E> {
 }
 
 /// How many rows each parallel task of a forward call takes, for `rows` rows of `n`
-/// features: one task a thread, each at least 32 Ki elements, or `rows`
-/// (one task, on the calling thread) for a small call or one thread. Only for kernels that
+/// features: one task a thread, each at least 32 Ki elements ([`parallel::elementwise_chunk`]
+/// over rows), or `rows` (one task, on the calling thread) for a small call or one thread. Only for kernels that
 /// compute each row alone, whose bits no partition changes; a backward, which sums dγ and
 /// dβ over the rows, takes [`rows_per_task`].
 pub fn forward_rows_per_task(rows: usize, n: usize) -> usize {
-    let threads = rayon::current_num_threads();
-    let tasks = (rows * n / FORWARD_MIN_TASK_ELEMENTS).min(threads).max(1);
-    rows.div_ceil(tasks).max(1)
+    // Rows as the elements of `elementwise_chunk`, which splits over the threads: tasks of
+    // at least 32 Ki elements' worth of rows, their row counts a multiple of 64.
+    parallel::elementwise_chunk(rows, FORWARD_MIN_TASK_ELEMENTS.div_ceil(n.max(1)))
 }
 
 /// How many rows each parallel task takes, for `rows` rows of `n` features. When it is
