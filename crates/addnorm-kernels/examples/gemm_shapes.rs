@@ -20,10 +20,44 @@
 use addnorm_kernels::cpu::gemm::{Gemm, Strided};
 use std::time::Instant;
 
-/// `(label, m, k, n, A read transposed, B read transposed)`: the d_model 128, T = 128
-/// model's projections (2048 rows), its feed-forward, a weight gradient, an input gradient,
-/// the demo model's (d 32, 544 rows) and the per-head attention products of both.
-const CASES: [(&str, usize, usize, usize, bool, bool); 24] = [
+/// `(label, m, k, n, A read transposed, B read transposed)`: the weight-gradient blocks a
+/// d_model 128, T = 128 training step runs (its dW sums 8 blocks of 256 of the 2048 rows)
+/// and one of its attention products, first; then that model's projections (2048 rows), its
+/// feed-forward, a whole weight gradient, an input gradient, the demo model's (d 32, 544
+/// rows) and the per-head attention products of both.
+const CASES: [(&str, usize, usize, usize, bool, bool); 28] = [
+    (
+        "d128 dW block 128x256 . 256x128 (A = Xt)",
+        128,
+        256,
+        128,
+        true,
+        false,
+    ),
+    (
+        "d128 dW block 512x256 . 256x128 (A = Xt)",
+        512,
+        256,
+        128,
+        true,
+        false,
+    ),
+    (
+        "d128 dW block 128x256 . 256x512 (A = Xt)",
+        128,
+        256,
+        512,
+        true,
+        false,
+    ),
+    (
+        "d128 attn 64x32 . 32x128 (S = Q.Kt)",
+        64,
+        32,
+        128,
+        false,
+        true,
+    ),
     ("fwd 2048x128 . 128x128", 2048, 128, 128, false, false),
     ("fwd 2048x128 . 128x512", 2048, 128, 512, false, false),
     ("fwd 2048x512 . 512x128", 2048, 512, 128, false, false),

@@ -11,6 +11,13 @@
 //! where they lie when they are contiguous; only a B with strided rows (`Wᵀ`, `Kᵀ`) is
 //! copied first, `k × n` elements against the `m × k × n` multiply-adds it feeds.
 //!
+//! A weight gradient's larger `Xᵀ·dY` (B up to [`Kernel::largest_panelled_b`] elements,
+//! twice the bound above) is taken too, with B copied into panels of its columns
+//! (`[n / (2·LANES)][k][2·LANES]`, each panel's rows adjacent) and each row tile's A into a
+//! buffer ([`tile`]'s `APanel`): both then stream from cache in the order the loop reads
+//! them. On a 2-core Ice Lake Xeon that made the d128 model's feed-forward `dW` blocks
+//! 1.2–1.3× faster than `matrixmultiply` (PERFORMANCE.md §29).
+//!
 //! It runs on the instruction set whose kernel `matrixmultiply` itself picks, and joins each
 //! sum to C as that kernel does: AVX-512F ([`avx512`], 16 × 16 tiles of C) or, on CPUs
 //! without it, AVX2 with FMA ([`avx2`], 8 × 8 tiles). Their loops are one generic
@@ -98,9 +105,10 @@ unsafe fn run(
     (beta, c_in): (f32, Strided<f32>),
     c: Strided<f32>,
 ) -> Option<()> {
-    let kernel = kernel.filter(|&kernel| takes(kernel, [m, k, n], b, c))?;
+    let kernel = kernel.filter(|&kernel| takes(kernel, [m, k, n], [a, b], c))?;
     #[cfg(target_arch = "x86_64")]
     {
+        let width = 2 * kernel.lanes();
         // A B whose rows are not contiguous is copied into one that is.
         let packed: Vec<f32>;
         let (b_ptr, b_row) = if b.col_stride == 1 {
@@ -115,11 +123,21 @@ unsafe fn run(
             };
             (packed.as_ptr(), n as isize)
         };
+        // A B over the rows bound is copied into panels (`takes` saw its A and B fit).
+        let panels: Vec<f32>;
+        let (b_ptr, b_row, b_panel) = if k * n > kernel.largest_b() {
+            // SAFETY: b_ptr addresses k rows of n elements, b_row apart.
+            panels = unsafe { column_panels(b_ptr, b_row, [k, n], width) };
+            (panels.as_ptr(), width as isize, (k * width) as isize)
+        } else {
+            (b_ptr, b_row, width as isize)
+        };
         let operands = Operands {
             m,
             a,
             b: b_ptr,
             b_row,
+            b_panel,
             c: c.ptr,
             c_row: c.row_stride,
             c_in: c_in.ptr,
@@ -189,6 +207,25 @@ impl Kernel {
             Kernel::Avx2Fma => 1 << 13,
         }
     }
+
+    /// The most elements of a B this kernel takes as column panels, for an A with unit row
+    /// stride (a weight gradient's `Xᵀ`): 2¹⁷ on AVX-512, the d128 model's `[256, 512]`
+    /// feed-forward `dY` blocks, which `matrixmultiply` ran at 43–75 GFLOP/s on the Ice
+    /// Lake Xeon; none on AVX2 (not measured).
+    fn largest_panelled_b(self) -> usize {
+        match self {
+            Kernel::Avx512 => 1 << 17,
+            Kernel::Avx2Fma => 0,
+        }
+    }
+
+    /// f32 lanes per vector: half the width of a panel of B.
+    fn lanes(self) -> usize {
+        match self {
+            Kernel::Avx512 => 16,
+            Kernel::Avx2Fma => 8,
+        }
+    }
 }
 
 /// Whether the CPU has AVX-512F, whatever `ADDNORM_CPU_DISPATCH` says: `matrixmultiply`
@@ -223,15 +260,46 @@ unsafe fn contiguous_rows(b: Strided<f32>, k: usize, n: usize) -> Vec<f32> {
 /// It takes products whose B has at most [`Kernel::largest_b`] elements: the row tiles
 /// run outer, so every tile of rows reads all of B, which must stay in cache for that to be
 /// cheap. Above it (the d = 512 model's projections) `matrixmultiply`'s cache blocking is
-/// faster (PERFORMANCE.md §11 and §18).
-fn takes(kernel: Kernel, [m, k, n]: [usize; 3], b: Strided<f32>, c: Strided<f32>) -> bool {
+/// faster (PERFORMANCE.md §11 and §18). Up to [`Kernel::largest_panelled_b`] it also
+/// takes a B with contiguous rows times an A with unit row stride, copying both.
+fn takes(
+    kernel: Kernel,
+    [m, k, n]: [usize; 3],
+    [a, b]: [Strided<f32>; 2],
+    c: Strided<f32>,
+) -> bool {
     // The copy of a strided B gathers with 32-bit offsets.
     let offsets_fit = n as isize * b.col_stride.abs() < i32::MAX as isize / 4;
-    let sizes = m > 0 && k > 0 && n > 0 && k * n <= kernel.largest_b();
+    let panelled = a.row_stride == 1 && b.col_stride == 1 && k * n <= kernel.largest_panelled_b();
+    let sizes = m > 0 && k > 0 && n > 0 && (k * n <= kernel.largest_b() || panelled);
     sizes && c.col_stride == 1 && offsets_fit
 }
 
-/// The pointers and strides of one call: A's as given, B's rows contiguous (`b_row` apart),
+/// B's `k × n` elements (rows `b_row` apart) copied into panels of `width` columns:
+/// element `(r, c)` at `(c / width)·k·width + r·width + c mod width`, the last panel's
+/// missing columns 0.
+///
+/// # Safety
+/// `b` must address `k` rows of `n` live elements, `b_row` apart.
+#[cfg(target_arch = "x86_64")]
+unsafe fn column_panels(b: *const f32, b_row: isize, [k, n]: [usize; 2], width: usize) -> Vec<f32> {
+    let mut out = Vec::with_capacity(n.div_ceil(width) * k * width);
+    for j0 in (0..n).step_by(width) {
+        let cols = width.min(n - j0);
+        for r in 0..k {
+            // SAFETY: columns j0..j0 + cols of row r, per the caller.
+            let row =
+                unsafe { std::slice::from_raw_parts(b.offset(r as isize * b_row).add(j0), cols) };
+            out.extend_from_slice(row);
+            out.resize(out.len() + width - cols, 0.0);
+        }
+    }
+    out
+}
+
+/// The pointers and strides of one call: A's as given, B's rows contiguous (`b_row` apart,
+/// its panels of `2·LANES` columns `b_panel` apart: `2·LANES` in B itself, `k·2·LANES` in
+/// [`column_panels`]),
 /// C's `m` rows `c_row` apart with unit column stride, and the C that the first summation
 /// chain joins (`c_in`, rows `c_in_row` apart: C itself, or a bias repeated with stride 0).
 #[derive(Clone, Copy)]
@@ -240,6 +308,7 @@ struct Operands {
     a: Strided<f32>,
     b: *const f32,
     b_row: isize,
+    b_panel: isize,
     c: *mut f32,
     c_row: isize,
     c_in: *const f32,

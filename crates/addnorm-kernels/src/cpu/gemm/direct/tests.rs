@@ -114,6 +114,7 @@ const ROW_MAJOR: Layout = Layout {
 fn equals_matrixmultiply_bit_for_bit_over_shapes_and_layouts() {
     let (mut taken, mut small) = (0, 0);
     let bound = cpu_kernel().map_or(0, Kernel::largest_b);
+    let panelled = cpu_kernel().map_or(0, Kernel::largest_panelled_b);
     for m in [1, 2, 3, 5, 11, 12, 13, 17, 25, 64] {
         for k in [1, 7, 16, 17, 32, 255, 256, 257, 600] {
             for n in [1, 5, 16, 17, 31, 32, 33, 96, 128] {
@@ -133,15 +134,19 @@ fn equals_matrixmultiply_bit_for_bit_over_shapes_and_layouts() {
                         },
                     ];
                     taken += usize::from(compare([m, k, n], layouts, 1.0, 0.0));
-                    small += usize::from(k * n <= bound);
+                    // An A with unit row stride (transposed) and a row-major B go up to the
+                    // panelled bound.
+                    let unit_a = transposed[0] && !transposed[1];
+                    small += usize::from(k * n <= bound || (unit_a && k * n <= panelled));
                 }
             }
         }
     }
     // The kernel takes every call up to its size limit where it runs: on AVX-512 all but the
-    // k = 600, n = 128 calls; on AVX2 the 64 (k, n) pairs with k·n ≤ 8192.
+    // k = 600, n = 128 calls whose A is not transposed or whose B is (B in panels takes
+    // the rest); on AVX2 the 64 (k, n) pairs with k·n ≤ 8192.
     let expected = match cpu_kernel() {
-        Some(Kernel::Avx512) => 10 * 9 * 9 * 4 - 10 * 4,
+        Some(Kernel::Avx512) => 10 * 9 * 9 * 4 - 10 * 3,
         Some(Kernel::Avx2Fma) => 10 * 64 * 4,
         None => 0,
     };
@@ -187,6 +192,31 @@ fn equals_matrixmultiply_for_every_scaling() {
                 let within = dims[1] * dims[2] <= cpu_kernel().map_or(0, Kernel::largest_b);
                 assert_eq!(took, within, "{dims:?} α {alpha} β {beta}");
             }
+        }
+    }
+}
+
+/// A weight gradient's `Xᵀ·dY` over the rows bound, B copied into column panels and each
+/// row tile's A into a buffer: the same bits as `matrixmultiply` for every scaling, several
+/// chains, and a last panel of 8 columns. With A row-major the call stays with
+/// `matrixmultiply`.
+#[test]
+fn takes_weight_gradients_with_b_in_panels() {
+    let unit_a = Layout {
+        transposed: true,
+        pad: 3,
+    };
+    let c = Layout {
+        transposed: false,
+        pad: 5,
+    };
+    let avx512 = cpu_kernel() == Some(Kernel::Avx512);
+    for (alpha, beta) in [(1.0, 0.0), (0.3, 0.0), (1.0, 1.0), (0.3, 0.7)] {
+        for dims in [[25, 600, 200], [12, 256, 512], [128, 256, 512]] {
+            assert!(dims[1] * dims[2] > 1 << 16, "over the rows bound");
+            let took = compare(dims, [unit_a, ROW_MAJOR, c], alpha, beta);
+            assert_eq!(took, avx512, "{dims:?} α {alpha} β {beta}");
+            assert!(!compare(dims, [ROW_MAJOR, ROW_MAJOR, c], alpha, beta));
         }
     }
 }

@@ -15,11 +15,18 @@
 //! `join` is [`Isa::join`]: the instruction set's copy of `matrixmultiply`'s epilogue,
 //! which differs between the elements inside a whole `TILE × TILE` tile of C and the rest.
 //!
+//! A tile of `MR` rows whose A has adjacent rows (unit row stride: a weight gradient's
+//! `Xᵀ`, each `k` one short run of a row of X) and which meets more than one panel of B
+//! first copies its chain of A into a `[chain][MR]` buffer ([`APanel`]): every panel then
+//! reads A at constant offsets from one pointer, from L1, instead of walking rows
+//! `row_stride` apart (PERFORMANCE.md §29). Copying changes no value, so no bit.
+//!
 //! # Shapes
 //! `A: [m, k]` (any strides), `B: [k, n]` with contiguous rows `b_row` apart, `C: [m, n]`
 //! and `C_in: [m, n]` with unit column stride; micro-tiles of `R ≤ Isa::MR` rows × `V ≤ 2`
 //! vectors.
 
+use super::super::Strided;
 use super::{KC, Operands};
 
 /// One x86 vector instruction set the direct kernel is compiled for: its vector, the
@@ -73,6 +80,49 @@ pub(super) struct Step {
     pub beta: f32,
 }
 
+/// The most rows of a micro-tile ([`Isa`]'s `MR`): the rows an [`APanel`] holds.
+const MAX_MR: usize = 12;
+
+/// One row tile's chain of A copied into `[chain][MR]`: element `(r, k0 + t)` at `t·MR + r`.
+struct APanel {
+    values: [std::mem::MaybeUninit<f32>; KC * MAX_MR],
+}
+
+impl APanel {
+    fn new() -> Self {
+        Self {
+            values: [std::mem::MaybeUninit::uninit(); KC * MAX_MR],
+        }
+    }
+
+    /// Copies rows `i0..i0 + MR` of A (unit row stride) over `step`'s chain; returns the
+    /// first element.
+    ///
+    /// # Safety
+    /// The rows and the chain's columns lie in A, whose row stride is 1.
+    #[inline(always)]
+    unsafe fn fill<const MR: usize>(
+        &mut self,
+        a: Strided<f32>,
+        i0: usize,
+        step: Step,
+    ) -> *const f32 {
+        const { assert!(MR <= MAX_MR) };
+        let to = self.values.as_mut_ptr().cast::<f32>();
+        for t in 0..step.chain {
+            // SAFETY: MR adjacent elements of A at (i0, k0 + t), per the caller; the buffer
+            // holds KC ≥ chain runs of MR.
+            unsafe {
+                let from = a
+                    .ptr
+                    .offset(i0 as isize + (step.k0 + t) as isize * a.col_stride);
+                std::ptr::copy_nonoverlapping(from, to.add(t * MR), MR);
+            }
+        }
+        to
+    }
+}
+
 /// The whole product: `KC`-long chains, panels of `2·LANES` columns, row tiles of `MR`
 /// rows (the set's widest micro-tile, `MR > 4`), then 4, 2 and 1 for the last rows.
 ///
@@ -86,6 +136,9 @@ pub(super) unsafe fn gemm<I: Isa, const MR: usize>(
     alpha: f32,
     beta: f32,
 ) {
+    // Whether the MR-row tiles copy their A first (see the module docs).
+    let copy_a = ops.a.row_stride == 1 && n > 2 * I::LANES && m >= MR;
+    let mut panel = copy_a.then(APanel::new);
     for k0 in (0..k).step_by(KC) {
         let step = Step {
             k0,
@@ -97,19 +150,40 @@ pub(super) unsafe fn gemm<I: Isa, const MR: usize>(
         let mut i0 = 0;
         while i0 < m {
             let rows = [MR, 4, 2].into_iter().find(|&r| r <= m - i0).unwrap_or(1);
+            if rows == MR
+                && let Some(panel) = panel.as_mut()
+            {
+                // SAFETY: rows i0..i0 + MR of A, unit row stride (`copy_a`).
+                let a = unsafe { panel.fill::<MR>(ops.a, i0, step) };
+                for j0 in (0..n).step_by(2 * I::LANES) {
+                    let cols = (n - j0).min(2 * I::LANES);
+                    let at = Tile { i0, j0, cols };
+                    // SAFETY (both): as below; `a` holds the tile's chain of A.
+                    unsafe {
+                        if cols > I::LANES {
+                            tile::<I, MR, 2, true>(ops, step, at, a);
+                        } else {
+                            tile::<I, MR, 1, true>(ops, step, at, a);
+                        }
+                    }
+                }
+                i0 += rows;
+                continue;
+            }
             for j0 in (0..n).step_by(2 * I::LANES) {
                 let cols = (n - j0).min(2 * I::LANES);
+                let (at, a) = (Tile { i0, j0, cols }, std::ptr::null());
                 // SAFETY (each arm): rows i0..i0 + rows and columns j0..j0 + cols lie in C.
                 unsafe {
                     match (rows, cols > I::LANES) {
-                        (r, true) if r == MR => tile::<I, MR, 2>(ops, step, i0, j0, cols),
-                        (r, false) if r == MR => tile::<I, MR, 1>(ops, step, i0, j0, cols),
-                        (4, true) => tile::<I, 4, 2>(ops, step, i0, j0, cols),
-                        (4, false) => tile::<I, 4, 1>(ops, step, i0, j0, cols),
-                        (2, true) => tile::<I, 2, 2>(ops, step, i0, j0, cols),
-                        (2, false) => tile::<I, 2, 1>(ops, step, i0, j0, cols),
-                        (_, true) => tile::<I, 1, 2>(ops, step, i0, j0, cols),
-                        (_, false) => tile::<I, 1, 1>(ops, step, i0, j0, cols),
+                        (r, true) if r == MR => tile::<I, MR, 2, false>(ops, step, at, a),
+                        (r, false) if r == MR => tile::<I, MR, 1, false>(ops, step, at, a),
+                        (4, true) => tile::<I, 4, 2, false>(ops, step, at, a),
+                        (4, false) => tile::<I, 4, 1, false>(ops, step, at, a),
+                        (2, true) => tile::<I, 2, 2, false>(ops, step, at, a),
+                        (2, false) => tile::<I, 2, 1, false>(ops, step, at, a),
+                        (_, true) => tile::<I, 1, 2, false>(ops, step, at, a),
+                        (_, false) => tile::<I, 1, 1, false>(ops, step, at, a),
                     }
                 }
             }
@@ -118,27 +192,35 @@ pub(super) unsafe fn gemm<I: Isa, const MR: usize>(
     }
 }
 
+/// Where a micro-tile lies in C: rows `i0..`, columns `j0..j0 + cols`.
+#[derive(Clone, Copy)]
+struct Tile {
+    i0: usize,
+    j0: usize,
+    cols: usize,
+}
+
 /// `R × (V·LANES)` elements of C from rows `i0..i0 + R` and columns `j0..j0 + cols`
-/// (`cols ≤ V·LANES`).
+/// (`cols ≤ V·LANES`). With `COPIED`, A's chain is read from `a` (an [`APanel`] of `R`
+/// rows), else from A itself (`a` unused).
 ///
 /// # Safety
 /// As [`gemm`]; the rows and columns lie in C.
 #[inline(always)]
-unsafe fn tile<I: Isa, const R: usize, const V: usize>(
+unsafe fn tile<I: Isa, const R: usize, const V: usize, const COPIED: bool>(
     ops: Operands,
     step: Step,
-    i0: usize,
-    j0: usize,
-    cols: usize,
+    at: Tile,
+    a: *const f32,
 ) {
     // A tile of whole vectors gets a copy whose masks are constants, so that its loads
     // and stores are plain ones (AVX2's masked loads are slower, and their masks took
     // registers from the accumulators).
     // SAFETY (both): forwarded from the caller.
-    if cols == V * I::LANES {
-        unsafe { tile_of::<I, R, V, true>(ops, step, i0, j0, cols) }
+    if at.cols == V * I::LANES {
+        unsafe { tile_of::<I, R, V, true, COPIED>(ops, step, at, a) }
     } else {
-        unsafe { tile_of::<I, R, V, false>(ops, step, i0, j0, cols) }
+        unsafe { tile_of::<I, R, V, false, COPIED>(ops, step, at, a) }
     }
 }
 
@@ -147,12 +229,11 @@ unsafe fn tile<I: Isa, const R: usize, const V: usize>(
 /// # Safety
 /// As [`tile`].
 #[inline(always)]
-unsafe fn tile_of<I: Isa, const R: usize, const V: usize, const WHOLE: bool>(
+unsafe fn tile_of<I: Isa, const R: usize, const V: usize, const WHOLE: bool, const COPIED: bool>(
     ops: Operands,
     step: Step,
-    i0: usize,
-    j0: usize,
-    cols: usize,
+    Tile { i0, j0, cols }: Tile,
+    copied: *const f32,
 ) {
     let cols = if WHOLE { V * I::LANES } else { cols };
     // SAFETY: `super::takes` refuses k = 0, so every chain has at least one term. Said so,
@@ -167,20 +248,32 @@ unsafe fn tile_of<I: Isa, const R: usize, const V: usize, const WHOLE: bool>(
         std::array::from_fn(|v| unsafe { I::mask(cols.saturating_sub(v * I::LANES)) });
     let mut acc = [[unsafe { I::zero() }; V]; R];
     let a = ops.a;
+    // A copied: rows 1 apart and chains of R, constants, so each row's load has a fixed
+    // offset from one pointer.
+    let (a_row, a_k_step) = if COPIED {
+        (1, R as isize)
+    } else {
+        (a.row_stride, a.col_stride)
+    };
     unsafe {
-        let mut a_k = a
-            .ptr
-            .offset(i0 as isize * a.row_stride + step.k0 as isize * a.col_stride);
-        let mut b_k = ops.b.offset(step.k0 as isize * ops.b_row + j0 as isize);
+        let mut a_k = if COPIED {
+            copied
+        } else {
+            a.ptr
+                .offset(i0 as isize * a.row_stride + step.k0 as isize * a.col_stride)
+        };
+        // j0 is a multiple of the panel width.
+        let panel = (j0 / (2 * I::LANES)) as isize * ops.b_panel;
+        let mut b_k = ops.b.offset(step.k0 as isize * ops.b_row + panel);
         for _ in 0..step.chain {
             let bv: [I::V; V] = std::array::from_fn(|v| I::load(masks[v], b_k.add(v * I::LANES)));
             for (r, acc) in acc.iter_mut().enumerate() {
-                let av = I::splat(*a_k.offset(r as isize * a.row_stride));
+                let av = I::splat(*a_k.offset(r as isize * a_row));
                 for v in 0..V {
                     acc[v] = I::fmadd(av, bv[v], acc[v]);
                 }
             }
-            a_k = a_k.wrapping_offset(a.col_stride);
+            a_k = a_k.wrapping_offset(a_k_step);
             b_k = b_k.wrapping_offset(ops.b_row);
         }
     }
