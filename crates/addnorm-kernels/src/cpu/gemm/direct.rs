@@ -15,8 +15,9 @@
 //! twice the bound above) is taken too, with B copied into panels of its columns
 //! (`[n / (2·LANES)][k][2·LANES]`, each panel's rows adjacent) and each row tile's A into a
 //! buffer ([`tile`]'s `APanel`): both then stream from cache in the order the loop reads
-//! them. On a 2-core Ice Lake Xeon that made the d128 model's feed-forward `dW` blocks
-//! 1.2–1.3× faster than `matrixmultiply` (PERFORMANCE.md §29).
+//! them. On a 2-core Ice Lake Xeon the d128 model's feed-forward `dW` blocks ran 1.3–1.5×
+//! faster than in `matrixmultiply` with their operands in cache, 1.1× with them in L3
+//! (PERFORMANCE.md §29).
 //!
 //! It runs on the instruction set whose kernel `matrixmultiply` itself picks, and joins each
 //! sum to C as that kernel does: AVX-512F ([`avx512`], 16 × 16 tiles of C) or, on CPUs
