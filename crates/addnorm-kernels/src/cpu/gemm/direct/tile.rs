@@ -153,20 +153,8 @@ pub(super) unsafe fn gemm<I: Isa, const MR: usize>(
             if rows == MR
                 && let Some(panel) = panel.as_mut()
             {
-                // SAFETY: rows i0..i0 + MR of A, unit row stride (`copy_a`).
-                let a = unsafe { panel.fill::<MR>(ops.a, i0, step) };
-                for j0 in (0..n).step_by(2 * I::LANES) {
-                    let cols = (n - j0).min(2 * I::LANES);
-                    let at = Tile { i0, j0, cols };
-                    // SAFETY (both): as below; `a` holds the tile's chain of A.
-                    unsafe {
-                        if cols > I::LANES {
-                            tile::<I, MR, 2, true>(ops, step, at, a);
-                        } else {
-                            tile::<I, MR, 1, true>(ops, step, at, a);
-                        }
-                    }
-                }
+                // SAFETY: rows i0..i0 + MR of A, unit row stride (`copy_a`), lie in C too.
+                unsafe { copied_row_tile::<I, MR>(ops, step, [i0, n], panel) };
                 i0 += rows;
                 continue;
             }
@@ -188,6 +176,34 @@ pub(super) unsafe fn gemm<I: Isa, const MR: usize>(
                 }
             }
             i0 += rows;
+        }
+    }
+}
+
+/// Rows `i0..i0 + MR` of C over all `n` columns, for one chain, from the tile's A copied
+/// into `panel` first (see the module docs).
+///
+/// # Safety
+/// As [`gemm`]; the rows lie in A, whose row stride is 1, and in C.
+#[inline(always)]
+unsafe fn copied_row_tile<I: Isa, const MR: usize>(
+    ops: Operands,
+    step: Step,
+    [i0, n]: [usize; 2],
+    panel: &mut APanel,
+) {
+    // SAFETY: forwarded from the caller.
+    let a = unsafe { panel.fill::<MR>(ops.a, i0, step) };
+    for j0 in (0..n).step_by(2 * I::LANES) {
+        let cols = (n - j0).min(2 * I::LANES);
+        let at = Tile { i0, j0, cols };
+        // SAFETY (both): columns j0..j0 + cols lie in C; `a` holds the tile's chain of A.
+        unsafe {
+            if cols > I::LANES {
+                tile::<I, MR, 2, true>(ops, step, at, a);
+            } else {
+                tile::<I, MR, 1, true>(ops, step, at, a);
+            }
         }
     }
 }
