@@ -220,11 +220,12 @@ impl Kernel {
         }
     }
 
-    /// f32 lanes per vector: half the width of a panel of B.
+    /// f32 lanes per vector (its set's `Isa::LANES`): half the width of a panel of B.
+    #[cfg(target_arch = "x86_64")]
     fn lanes(self) -> usize {
         match self {
-            Kernel::Avx512 => 16,
-            Kernel::Avx2Fma => 8,
+            Kernel::Avx512 => avx512::LANES,
+            Kernel::Avx2Fma => avx2::LANES,
         }
     }
 }

@@ -26,6 +26,9 @@ use super::tile::{self, Isa, Step};
 /// AVX2's 256-bit vectors, with FMA.
 struct Avx2;
 
+/// f32 lanes per vector on this set ([`Isa::LANES`]); a panel of B is two vectors wide.
+pub(super) const LANES: usize = <Avx2 as Isa>::LANES;
+
 /// Which lanes of an AVX2 vector lie in C: all of them (plain loads and stores), or those
 /// whose sign bit is set in the lane mask.
 #[derive(Clone, Copy)]

@@ -22,6 +22,9 @@ use super::tile::{self, Isa, Step};
 /// AVX-512F's 512-bit vectors.
 struct Avx512;
 
+/// f32 lanes per vector on this set ([`Isa::LANES`]); a panel of B is two vectors wide.
+pub(super) const LANES: usize = <Avx512 as Isa>::LANES;
+
 impl Isa for Avx512 {
     type V = __m512;
     type Mask = __mmask16;
