@@ -7,6 +7,7 @@
 //! cargo run --release -p addnorm-kernels --example gemm_shapes
 //! COLD=1 cargo run --release -p addnorm-kernels --example gemm_shapes   # operands out of cache
 //! ROUNDS=6 ONLY=d512 cargo run --release -p addnorm-kernels --example gemm_shapes
+//! COLD=400 MIN=1 ONLY=dW cargo run --release -p addnorm-kernels --example gemm_shapes
 //! ```
 //!
 //! Each shape `C[m, n] = A[m, k]·B[k, n]` (A or B read transposed where the step reads them
@@ -14,7 +15,10 @@
 //! call). `ROUNDS=r` times the two paths alternately r times and keeps each one's fastest
 //! median, so that a slow spell of a shared host does not fall on one column alone;
 //! `ONLY=text` keeps the shapes whose label contains `text`. With `COLD` set, 16 copies of
-//! A and B are cycled through, so the operands come from memory rather than cache.
+//! A and B are cycled through, so the operands come from L3 rather than L1 or L2; `COLD=N`
+//! cycles N copies (each used once when N ≥ 60: a few hundred put them out of a 48 MiB
+//! L3, in memory). `MIN` takes each path's fastest call instead of its median, which a
+//! noisy host disturbs less (noise only adds time).
 //! PERFORMANCE.md §6 quotes this example's figures.
 
 use addnorm_kernels::cpu::gemm::{Gemm, Strided};
@@ -241,14 +245,17 @@ fn time(path: Path, (m, k, n, a_t, b_t): (usize, usize, usize, bool, bool), copi
         }
     }
     std::hint::black_box(&c);
-    median(times)
+    if std::env::var_os("MIN").is_some() {
+        times.into_iter().fold(f64::INFINITY, f64::min)
+    } else {
+        median(times)
+    }
 }
 
 fn main() {
-    let copies = if std::env::var_os("COLD").is_some() {
-        16
-    } else {
-        1
+    let copies = match std::env::var("COLD") {
+        Ok(v) => v.parse().unwrap_or(16),
+        Err(_) => 1,
     };
     // ROUNDS and ONLY: see the module docs.
     let rounds: usize = std::env::var("ROUNDS")
@@ -256,8 +263,13 @@ fn main() {
         .and_then(|r| r.parse().ok())
         .unwrap_or(1);
     let only = std::env::var("ONLY").unwrap_or_default();
+    let statistic = if std::env::var_os("MIN").is_some() {
+        "fastest"
+    } else {
+        "median"
+    };
     println!(
-        "one thread, median of 50 calls, the faster of {rounds} alternated rounds; \
+        "one thread, {statistic} of 50 calls, the faster of {rounds} alternated rounds; \
          {copies} copies of the operands cycled"
     );
     println!(

@@ -1,0 +1,66 @@
+//! The fused CPU linear kernels of the d128/T128 training step, timed alone on rayon's
+//! global pool (set `RAYON_NUM_THREADS`): the forward with its bias
+//! ([`linear::cpu::forward`]), the input gradient ([`linear::cpu::backward_input`]) and the
+//! weight and bias gradients ([`linear::cpu::backward_parameters`]).
+//! `linear_shapes_torch.py` times `addmm`, `dy·wᵀ` and `xᵀ·dy` with `dy.sum(0)` on the same
+//! shapes.
+//!
+//! ```text
+//! ROUNDS=5 cargo run --release -p addnorm-kernels --example linear_shapes
+//! ```
+//!
+//! Each call runs 30 times after 5 unmeasured ones; the table prints the median of the
+//! fastest of `ROUNDS` rounds (the hosts are shared and noisy) and GFLOP/s (`2·rows·d_in·d_out`
+//! per call). With `MIN` set, each round keeps its fastest call instead of its median.
+//! PERFORMANCE.md §30 quotes it.
+
+use addnorm_kernels::linear::cpu::{LinearDims, backward_input, backward_parameters, forward};
+
+#[path = "shared/timing.rs"]
+mod timing;
+use timing::{operand, statistic, time};
+
+/// `(label, rows, d_in, d_out)`: the d128/T128 model's layers (batch 16 × T 128 rows).
+const CASES: [(&str, usize, usize, usize); 3] = [
+    ("projection 2048 x 128 -> 128", 2048, 128, 128),
+    ("feed-forward in 2048 x 128 -> 512", 2048, 128, 512),
+    ("feed-forward out 2048 x 512 -> 128", 2048, 512, 128),
+];
+
+fn main() {
+    let rounds: usize = std::env::var("ROUNDS").map_or(1, |r| r.parse().expect("ROUNDS"));
+    println!(
+        "threads {}; each cell is the best of {rounds} rounds of a call's {}",
+        rayon::current_num_threads(),
+        statistic()
+    );
+    println!("| layer | forward ms | GFLOP/s | dX ms | GFLOP/s | dW, db ms | GFLOP/s |");
+    println!("|---|---|---|---|---|---|---|");
+    for (label, rows, d_in, d_out) in CASES {
+        let dims = LinearDims { rows, d_in, d_out };
+        let [x, w, b, dy] = [
+            (rows * d_in, 1),
+            (d_in * d_out, 2),
+            (d_out, 3),
+            (rows * d_out, 4),
+        ]
+        .map(|(len, seed)| operand(len, seed));
+        let mut best = [f64::INFINITY; 3];
+        for _ in 0..rounds {
+            let times = [
+                time(30, || forward(dims, &x, &w, Some(&b))),
+                time(30, || backward_input(dims, &dy, &w)),
+                time(30, || backward_parameters(dims, &x, &dy, true)),
+            ];
+            for (best, t) in best.iter_mut().zip(times) {
+                *best = best.min(t);
+            }
+        }
+        let flops = 2.0 * (rows * d_in * d_out) as f64;
+        let cells: Vec<String> = best
+            .iter()
+            .map(|t| format!("{:.3} | {:.1}", t * 1e3, flops / t / 1e9))
+            .collect();
+        println!("| {label} | {} |", cells.join(" | "));
+    }
+}

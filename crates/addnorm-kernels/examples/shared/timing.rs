@@ -1,0 +1,48 @@
+//! What the kernel examples that time calls alone share (`attention_shapes`,
+//! `linear_shapes`): deterministic operands, and a call's median time, or its fastest with
+//! `MIN` set, over a number of calls after 5 unmeasured ones.
+
+use std::hint::black_box;
+use std::time::Instant;
+
+/// `len` deterministic values in [-1, 1), different for each `seed`.
+pub fn operand(len: usize, seed: usize) -> Vec<f32> {
+    (0..len)
+        .map(|i| ((i * 7919 + seed * 104_729) % 2001) as f32 / 1000.0 - 1.0)
+        .collect()
+}
+
+/// The median of `values` (the upper one of an even count).
+pub fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
+
+/// What [`time`] reports: `"fastest run"` with `MIN` set, else `"median"`.
+pub fn statistic() -> &'static str {
+    if std::env::var_os("MIN").is_some() {
+        "fastest run"
+    } else {
+        "median"
+    }
+}
+
+/// The seconds `f` takes: the median of `calls` runs after 5 unmeasured ones, or their
+/// fastest when the environment variable `MIN` is set (a noisy host only adds time).
+pub fn time<R>(calls: usize, mut f: impl FnMut() -> R) -> f64 {
+    for _ in 0..5 {
+        black_box(f());
+    }
+    let times: Vec<f64> = (0..calls)
+        .map(|_| {
+            let start = Instant::now();
+            black_box(f());
+            start.elapsed().as_secs_f64()
+        })
+        .collect();
+    if std::env::var_os("MIN").is_some() {
+        times.into_iter().fold(f64::INFINITY, f64::min)
+    } else {
+        median(times)
+    }
+}
