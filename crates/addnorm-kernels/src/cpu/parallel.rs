@@ -21,6 +21,15 @@
 //! small 15.1–15.4 against 17.9–19.0, demo 10.4–10.5 against 11.5–11.9, d128/T128 about
 //! even (§8).
 //!
+//! The caller never waits for a wake-up, but its helpers did arrive late: a worker idle
+//! between two calls is soon asleep, and on the 2-core Ice Lake VM a spawned helper joined
+//! the d128/T128 step's calls 40–70 µs after they opened, the demo model's 6–11 µs, while
+//! one core waited. So a helper whose call has closed lingers (`parallel/linger.rs`): for up to
+//! 500 µs it watches for the next call and joins it within about a microsecond, and a
+//! caller spawns helpers only for the threads that no lingering helper covers. The step in
+//! your loop became 0.90× its time on d128 and 0.92–0.94× on the small and demo models,
+//! tiny's within the host's spread (PERFORMANCE.md §30). `ADDNORM_LINGER_US` sets the time (`0`: no lingering).
+//!
 //! Which thread runs a task never changes what it computes: callers split their work into
 //! tasks from the sizes alone, each task writes its own outputs, and [`map`] returns the
 //! task results in task order, so sums over them are taken in a fixed order.
@@ -40,6 +49,8 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::real::{Real, add_into};
+
+mod linger;
 
 /// Runs `task(i)` for every `i < tasks` (see the [module docs](self)): on the calling
 /// thread alone when there is one task or one thread, else in parallel with the caller
@@ -70,8 +81,9 @@ pub fn map<R: Send>(tasks: usize, task: impl Fn(usize) -> R + Sync) -> Vec<R> {
         .collect()
 }
 
-/// The caller and up to `threads − 1` helper jobs claim tasks from one counter (see
-/// [`Region`]).
+/// The caller and up to `threads − 1` helpers claim tasks from one counter (see
+/// [`Region`]): the helpers lingering after earlier calls ([`linger`]), and helper jobs
+/// spawned into the current rayon pool for the rest, which linger in turn.
 fn with_caller(tasks: usize, threads: usize, task: &(dyn Fn(usize) + Sync)) {
     // SAFETY (of the lifetime erasure): helpers call `task` only while counted inside the
     // region, and `Close` below does not let this function return or unwind before the
@@ -84,9 +96,16 @@ fn with_caller(tasks: usize, threads: usize, task: &(dyn Fn(usize) + Sync)) {
         task,
         panic: Mutex::new(None),
     });
-    for _ in 1..threads.min(tasks) {
+    let _published = linger::publishing().then(|| linger::Published::new(&region));
+    // Helpers lingering after an earlier call join this one without being spawned.
+    let wanted = threads.min(tasks) - 1;
+    for _ in 0..wanted.saturating_sub(linger::lingering()) {
         let region = Arc::clone(&region);
-        rayon::spawn(move || region.help());
+        rayon::spawn(move || {
+            region.help();
+            drop(region);
+            linger::linger();
+        });
     }
     let close = Close(&region);
     region.claim();
@@ -343,6 +362,33 @@ mod tests {
                 "round {round}"
             );
         }
+    }
+
+    /// Several callers at once, each call published in turn to the lingering helpers,
+    /// which help whichever is published: every task of every call runs once, and each
+    /// call's results come back in task order.
+    #[test]
+    fn concurrent_callers_share_lingering_helpers() {
+        std::thread::scope(|scope| {
+            for caller in 0..4 {
+                scope.spawn(move || {
+                    for round in 0..300 {
+                        let tasks = 2 + (round + caller) % 5;
+                        let counts: Vec<AtomicUsize> =
+                            (0..tasks).map(|_| AtomicUsize::new(0)).collect();
+                        let squares = map(tasks, |i| {
+                            counts[i].fetch_add(1, Ordering::Relaxed);
+                            i * i + caller
+                        });
+                        assert!(counts.iter().all(|c| c.load(Ordering::Relaxed) == 1));
+                        assert_eq!(
+                            squares,
+                            (0..tasks).map(|i| i * i + caller).collect::<Vec<_>>()
+                        );
+                    }
+                });
+            }
+        });
     }
 
     #[test]
