@@ -96,10 +96,10 @@ fn with_caller(tasks: usize, threads: usize, task: &(dyn Fn(usize) + Sync)) {
         task,
         panic: Mutex::new(None),
     });
-    let _published = linger::publishing().then(|| linger::Published::new(&region));
+    let published = linger::publishing().then(|| linger::Published::new(&region));
     // Helpers lingering after an earlier call join this one without being spawned.
-    let wanted = threads.min(tasks) - 1;
-    for _ in 0..wanted.saturating_sub(linger::lingering()) {
+    let covered = published.as_ref().map_or(0, linger::Published::covered);
+    for _ in 0..(threads.min(tasks) - 1).saturating_sub(covered) {
         let region = Arc::clone(&region);
         rayon::spawn(move || {
             region.help();

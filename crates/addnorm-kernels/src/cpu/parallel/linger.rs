@@ -12,8 +12,11 @@
 //!
 //! # Formula
 //! - A caller publishes its region ([`Published::new`]) before it starts claiming tasks,
-//!   and withdraws it when it closes; [`lingering`] helpers poll [`OPENED`] and help
-//!   whatever region is published when it changes.
+//!   and withdraws it when it closes; lingering helpers poll [`OPENED`] and help whatever
+//!   region is published when it changes. A caller alone in a parallel call spawns helpers
+//!   only for the threads that lingering helpers do not cover
+//!   ([`Published::covered`]); with several callers at once (sweep jobs sharing a
+//!   process), each spawns all of its own, as only the newest region is published.
 //! - A helper lingers only while fewer than `cores − 1` others do (so the lingering helpers
 //!   and a caller never outnumber the cores), and stops after [`linger_time`] without a
 //!   new region. `ADDNORM_LINGER_US` sets that time in microseconds; `0` turns lingering
@@ -40,8 +43,12 @@ static OPEN: Mutex<Option<Arc<Region>>> = Mutex::new(None);
 /// Bumped each time a region is published, so that lingering helpers poll one atomic.
 static OPENED: AtomicUsize = AtomicUsize::new(0);
 
-/// Helpers lingering now.
+/// Helpers lingering now, also while one helps a region it found: counting them then
+/// too keeps a caller from spawning a second helper that would linger beside the first.
 static LINGERING: AtomicUsize = AtomicUsize::new(0);
+
+/// Regions published and not yet withdrawn: callers inside a parallel call.
+static CALLERS: AtomicUsize = AtomicUsize::new(0);
 
 /// How long a helper lingers: `ADDNORM_LINGER_US` microseconds when set to a number, else
 /// [`DEFAULT_LINGER`]; read once.
@@ -68,30 +75,44 @@ fn most_lingering() -> usize {
     })
 }
 
-/// The helpers lingering now, which will join the next published region without being
-/// spawned.
-pub(super) fn lingering() -> usize {
-    LINGERING.load(SeqCst)
-}
-
 /// A region published to lingering helpers, withdrawn when dropped.
-pub(super) struct Published(Arc<Region>);
+pub(super) struct Published {
+    region: Arc<Region>,
+    /// Whether no other caller's region was open when this one was published.
+    alone: bool,
+}
 
 impl Published {
     /// Publishes `region`.
     pub(super) fn new(region: &Arc<Region>) -> Self {
         *OPEN.lock().unwrap_or_else(|e| e.into_inner()) = Some(Arc::clone(region));
+        let alone = CALLERS.fetch_add(1, SeqCst) == 0;
         OPENED.fetch_add(1, SeqCst);
-        Self(Arc::clone(region))
+        Self {
+            region: Arc::clone(region),
+            alone,
+        }
+    }
+
+    /// The helpers this region can count on without spawning them: those lingering when it
+    /// was published, if it is the only open region. With several callers at once
+    /// the newest region alone is published, so each caller spawns its own helpers.
+    pub(super) fn covered(&self) -> usize {
+        if self.alone {
+            LINGERING.load(SeqCst)
+        } else {
+            0
+        }
     }
 }
 
 impl Drop for Published {
     fn drop(&mut self) {
         let mut open = OPEN.lock().unwrap_or_else(|e| e.into_inner());
-        if open.as_ref().is_some_and(|r| Arc::ptr_eq(r, &self.0)) {
+        if open.as_ref().is_some_and(|r| Arc::ptr_eq(r, &self.region)) {
             *open = None;
         }
+        CALLERS.fetch_sub(1, SeqCst);
     }
 }
 
