@@ -23,13 +23,14 @@
 //!
 //! The caller never waits for a wake-up, but its helpers did arrive late: a worker idle
 //! between two calls is soon asleep, and on the 2-core Ice Lake VM a spawned helper joined
-//! the d128/T128 step's calls 40–70 µs after they opened, the demo model's 6–11 µs, while
-//! one core waited. So a helper whose call has closed lingers (`parallel/linger.rs`): for up to
-//! 500 µs it watches for the next call and joins it within about a microsecond, and a
-//! caller spawns helpers only for the threads that no lingering helper covers. The step in
-//! your loop became 0.90× its time on d128 and 0.92× on the small model; the demo and tiny
-//! models' steps, whose calls come too close together for a worker to fall asleep, did not
-//! change beyond the host's spread (PERFORMANCE.md §30). `ADDNORM_LINGER_US` sets the time (`0`: no lingering).
+//! the d128/T128 step's calls 36–71 µs after they opened, the demo model's 6–11 µs, while
+//! one core waited. So a helper whose call has closed lingers (`parallel/linger.rs`): for
+//! up to 500 µs it watches for the next call and joins it within about a microsecond, and
+//! a caller spawns helpers only for the threads that no lingering helper covers. The step
+//! in your loop became 0.90× its time on d128 and 0.92× on the small model; the demo and
+//! tiny models' steps, whose calls come too close together for a worker to fall asleep,
+//! did not change beyond the host's spread (PERFORMANCE.md §30). `ADDNORM_LINGER_US` sets
+//! the time (`0`: no lingering).
 //!
 //! Which thread runs a task never changes what it computes: callers split their work into
 //! tasks from the sizes alone, each task writes its own outputs, and [`map`] returns the

@@ -5,8 +5,8 @@
 //! # Why
 //! A training step is a chain of parallel calls with serial work between them (Burn's
 //! bookkeeping, the optimizer). A helper spawned into rayon's pool for each call reaches it
-//! only after its worker wakes: on the 2-core Ice Lake VM, 52–71 µs after the call opened
-//! for the d128/T128 step, 11 µs for the demo's model (PERFORMANCE.md §30), while the
+//! only after its worker wakes: on the 2-core Ice Lake VM, 36–71 µs after the call opened
+//! for the d128/T128 step, 6–11 µs for the demo's model (PERFORMANCE.md §30), while the
 //! calls themselves last 10 µs to a few ms. A lingering helper joins a call within about
 //! a microsecond. PyTorch's OpenMP threads do the same by spinning between parallel regions.
 //!
