@@ -39,6 +39,18 @@ const SERIAL_BELOW_FLOPS: usize = 1 << 18;
 /// tiles are 12, 4, 2 and 1 rows; a block's split into them costs nothing extra.)
 const ROW_ALIGN: usize = 8;
 
+/// The most row tasks a thread gets in a forward or dX call: with one task a thread, the
+/// calling thread, done with its half, waited for the helper's (16–19% of its samples in
+/// these calls of the d128/T128 step on the 2-core Ice Lake VM, once helpers came at once);
+/// with four it takes another block instead, and waited 7%. The step took 0.96× its time
+/// (median of 11 alternated pairs, PERFORMANCE.md §30).
+const ROW_TASKS_PER_THREAD: usize = 4;
+
+/// The fewest multiply-adds a row task carries when a call is split into more tasks than
+/// threads (2²², a 256-row block of a 128 × 128 projection): smaller tasks made the small
+/// and demo models' steps 1.03–1.12× slower.
+const ROW_TASK_FLOPS: usize = 1 << 22;
+
 /// The fewest elements of dW a task sums its block partials over (64 KiB of f32).
 const PARTIAL_SUM_TASK: usize = 1 << 14;
 
@@ -64,15 +76,16 @@ impl LinearDims {
     }
 
     /// The row blocks `(r0, r1)` of a call whose rows are independent (y = x·w + b and
-    /// dx): one block when it is small or rayon has one thread, else one per thread, aligned
-    /// to [`ROW_ALIGN`]. Each output row is computed whole in one block, so the partition
-    /// does not change the result.
+    /// dx), aligned to [`ROW_ALIGN`]: one block when the call is small or rayon has one
+    /// thread; else one a thread, or up to [`ROW_TASKS_PER_THREAD`] a thread while each
+    /// keeps [`ROW_TASK_FLOPS`]. Each output row is computed whole in one block, so the
+    /// partition does not change the result.
     fn row_blocks(&self) -> Vec<(usize, usize)> {
         let threads = rayon::current_num_threads();
-        let tasks = if self.flops() < SERIAL_BELOW_FLOPS {
+        let tasks = if self.flops() < SERIAL_BELOW_FLOPS || threads == 1 {
             1
         } else {
-            threads
+            (self.flops() / ROW_TASK_FLOPS).clamp(threads, threads * ROW_TASKS_PER_THREAD)
         };
         self.split(tasks)
     }
