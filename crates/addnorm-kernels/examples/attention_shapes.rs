@@ -21,7 +21,7 @@ use addnorm_kernels::attention::spec::{AttentionSpec, HeadLayout};
 
 #[path = "shared/timing.rs"]
 mod timing;
-use timing::{operand, statistic, time};
+use timing::{announced_rounds, operand, time};
 
 /// `(label, batch, T, heads, d_head)`: the lab's models' attention.
 const CASES: [(&str, usize, usize, usize, usize); 3] = [
@@ -42,7 +42,7 @@ fn product_flops(layout: HeadLayout) -> f64 {
     2.0 * (per_head * layout.batch * layout.heads) as f64
 }
 
-/// The forward's and the backward's median seconds for one case.
+/// The forward's and the backward's seconds for one case ([`time`]).
 fn measure(layout: HeadLayout, calls: usize) -> [f64; 2] {
     let spec = AttentionSpec::causal(layout.heads, layout.d_head);
     let len = layout.len();
@@ -70,12 +70,7 @@ fn measure(layout: HeadLayout, calls: usize) -> [f64; 2] {
 
 fn main() {
     let only = std::env::var("ONLY").ok();
-    let rounds: usize = std::env::var("ROUNDS").map_or(1, |r| r.parse().expect("ROUNDS"));
-    println!(
-        "threads {}; each cell is the best of {rounds} rounds of a call's {}",
-        rayon::current_num_threads(),
-        statistic()
-    );
+    let rounds = announced_rounds();
     println!("| case | forward ms | GFLOP/s | backward ms | GFLOP/s |\n|---|---|---|---|---|");
     for (label, batch, seq, heads, d_head) in CASES {
         if only.as_deref().is_some_and(|o| !label.contains(o)) {

@@ -221,7 +221,13 @@ fn product(path: Path, [m, k, n]: [usize; 3], a: Strided<f32>, b: Strided<f32>, 
     }
 }
 
-/// The median seconds of the last 50 of 60 calls by `path`, cycling through the copies.
+/// Whether `MIN` asks for each path's fastest call instead of its median (module docs).
+fn fastest_wanted() -> bool {
+    std::env::var_os("MIN").is_some()
+}
+
+/// The median seconds (the fastest with `MIN`) of the last 50 of 60 calls by `path`,
+/// cycling through the copies.
 fn time(path: Path, (m, k, n, a_t, b_t): (usize, usize, usize, bool, bool), copies: usize) -> f64 {
     let mut a: Vec<Vec<f32>> = (0..copies).map(|_| operand(m * k, 97)).collect();
     let mut b: Vec<Vec<f32>> = (0..copies).map(|_| operand(k * n, 89)).collect();
@@ -245,7 +251,7 @@ fn time(path: Path, (m, k, n, a_t, b_t): (usize, usize, usize, bool, bool), copi
         }
     }
     std::hint::black_box(&c);
-    if std::env::var_os("MIN").is_some() {
+    if fastest_wanted() {
         times.into_iter().fold(f64::INFINITY, f64::min)
     } else {
         median(times)
@@ -263,7 +269,7 @@ fn main() {
         .and_then(|r| r.parse().ok())
         .unwrap_or(1);
     let only = std::env::var("ONLY").unwrap_or_default();
-    let statistic = if std::env::var_os("MIN").is_some() {
+    let statistic = if fastest_wanted() {
         "fastest"
     } else {
         "median"

@@ -18,7 +18,7 @@ use addnorm_kernels::linear::cpu::{LinearDims, backward_input, backward_paramete
 
 #[path = "shared/timing.rs"]
 mod timing;
-use timing::{operand, statistic, time};
+use timing::{announced_rounds, operand, time};
 
 /// `(label, rows, d_in, d_out)`: the d128/T128 model's layers (batch 16 × T 128 rows).
 const CASES: [(&str, usize, usize, usize); 3] = [
@@ -28,12 +28,7 @@ const CASES: [(&str, usize, usize, usize); 3] = [
 ];
 
 fn main() {
-    let rounds: usize = std::env::var("ROUNDS").map_or(1, |r| r.parse().expect("ROUNDS"));
-    println!(
-        "threads {}; each cell is the best of {rounds} rounds of a call's {}",
-        rayon::current_num_threads(),
-        statistic()
-    );
+    let rounds = announced_rounds();
     println!("| layer | forward ms | GFLOP/s | dX ms | GFLOP/s | dW, db ms | GFLOP/s |");
     println!("|---|---|---|---|---|---|---|");
     for (label, rows, d_in, d_out) in CASES {

@@ -1,6 +1,7 @@
 //! What the kernel examples that time calls alone share (`attention_shapes`,
-//! `linear_shapes`): deterministic operands, and a call's median time, or its fastest with
-//! `MIN` set, over a number of calls after 5 unmeasured ones.
+//! `linear_shapes`): their `ROUNDS` option and header line, deterministic operands, and a
+//! call's median time, or its fastest with `MIN` set, over a number of calls after 5
+//! unmeasured ones.
 
 use std::hint::black_box;
 use std::time::Instant;
@@ -18,8 +19,23 @@ pub fn median(mut values: Vec<f64>) -> f64 {
     values[values.len() / 2]
 }
 
+/// `ROUNDS` (1 when unset), after printing the line that says how each cell is taken: the
+/// threads, the rounds and [`statistic`].
+///
+/// # Panics
+/// If `ROUNDS` is not a number.
+pub fn announced_rounds() -> usize {
+    let rounds = std::env::var("ROUNDS").map_or(1, |r| r.parse().expect("ROUNDS"));
+    println!(
+        "threads {}; each cell is the best of {rounds} rounds of a call's {}",
+        rayon::current_num_threads(),
+        statistic()
+    );
+    rounds
+}
+
 /// What [`time`] reports: `"fastest run"` with `MIN` set, else `"median"`.
-pub fn statistic() -> &'static str {
+fn statistic() -> &'static str {
     if std::env::var_os("MIN").is_some() {
         "fastest run"
     } else {

@@ -35,7 +35,7 @@ use super::Region;
 
 /// How long a helper lingers without a new region, unless `ADDNORM_LINGER_US` says
 /// otherwise.
-pub(super) const DEFAULT_LINGER: Duration = Duration::from_micros(500);
+const DEFAULT_LINGER: Duration = Duration::from_micros(500);
 
 /// The region lingering helpers help: the newest caller's, until it closes.
 static OPEN: Mutex<Option<Arc<Region>>> = Mutex::new(None);
@@ -52,7 +52,7 @@ static CALLERS: AtomicUsize = AtomicUsize::new(0);
 
 /// How long a helper lingers: `ADDNORM_LINGER_US` microseconds when set to a number, else
 /// [`DEFAULT_LINGER`]; read once.
-pub(super) fn linger_time() -> Duration {
+fn linger_time() -> Duration {
     static TIME: OnceLock<Duration> = OnceLock::new();
     *TIME.get_or_init(|| {
         std::env::var("ADDNORM_LINGER_US")
