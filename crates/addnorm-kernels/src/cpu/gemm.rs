@@ -41,6 +41,21 @@ pub trait Gemm: Real {
         c: Strided<Self>,
     );
 
+    /// The transpose of the row-major `[rows, cols]` matrix `w`, written to `to` as a
+    /// row-major `[cols, rows]` one: `to[c·rows + r] = w[r·cols + c]`. A product that reads
+    /// `wᵀ` as B in several calls (a linear layer's dX, one call per row block) copies it
+    /// once this way, so that no call copies B itself. A copy changes no value, so no bit.
+    ///
+    /// # Panics
+    /// If `w` or `to` does not hold `rows·cols` elements.
+    fn transpose_into(w: &[Self], [rows, cols]: [usize; 2], to: &mut [Self]) {
+        assert!(
+            w.len() == rows * cols && to.len() == rows * cols,
+            "transpose: lengths"
+        );
+        transpose_by_blocks(w, [rows, cols], to);
+    }
+
     /// `C ← α·A·B + 1·bᵀ`: [`Gemm::gemm`] with `β = 1` on a C whose every row held the
     /// `n` elements at `bias` (a linear layer's `X·W + b`), with the same bits, but without
     /// writing `b` into C's rows first where the kernel can read it in place (the direct
@@ -94,6 +109,16 @@ impl Gemm for f32 {
                 c.row_stride,
                 c.col_stride,
             );
+        }
+    }
+
+    fn transpose_into(w: &[f32], [rows, cols]: [usize; 2], to: &mut [f32]) {
+        assert!(
+            w.len() == rows * cols && to.len() == rows * cols,
+            "transpose: lengths"
+        );
+        if !direct::transpose_into(w, [rows, cols], to) {
+            transpose_by_blocks(w, [rows, cols], to);
         }
     }
 
@@ -153,6 +178,21 @@ impl Gemm for f64 {
     }
 }
 
+/// [`Gemm::transpose_into`] in plain loops, 16 × 16 blocks at a time so that both sides
+/// stay in cache.
+fn transpose_by_blocks<E: Copy>(w: &[E], [rows, cols]: [usize; 2], to: &mut [E]) {
+    const BLOCK: usize = 16;
+    for r0 in (0..rows).step_by(BLOCK) {
+        for c0 in (0..cols).step_by(BLOCK) {
+            for c in c0..cols.min(c0 + BLOCK) {
+                for r in r0..rows.min(r0 + BLOCK) {
+                    to[c * rows + r] = w[r * cols + c];
+                }
+            }
+        }
+    }
+}
+
 /// Writes the `n` elements at `bias` into each of C's `m` rows.
 ///
 /// # Safety
@@ -208,5 +248,34 @@ impl<E> Strided<E> {
             row_stride: self.col_stride,
             col_stride: self.row_stride,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Gemm;
+
+    /// `transpose_into` against its definition, on shapes that are and are not multiples of
+    /// the 16 × 16 blocks, for f32 (the AVX-512 transposes where the CPU has them) and f64.
+    #[test]
+    fn transpose_into_matches_its_definition() {
+        fn check<E: Gemm + std::fmt::Debug>(from: impl Fn(usize) -> E) {
+            for [rows, cols] in [[1, 5], [16, 16], [37, 53], [128, 512], [512, 128]] {
+                let w: Vec<E> = (0..rows * cols).map(&from).collect();
+                let mut to = vec![E::ZERO; rows * cols];
+                E::transpose_into(&w, [rows, cols], &mut to);
+                for r in 0..rows {
+                    for c in 0..cols {
+                        assert_eq!(
+                            to[c * rows + r],
+                            w[r * cols + c],
+                            "{rows}x{cols} ({r}, {c})"
+                        );
+                    }
+                }
+            }
+        }
+        check(|i| i as f32 * 0.5 - 7.0);
+        check(|i| i as f64 * 0.25 + 1.0);
     }
 }

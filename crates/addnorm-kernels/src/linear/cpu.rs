@@ -243,20 +243,31 @@ pub fn backward_input<E: Gemm>(dims: LinearDims, dy: &[E], w: &[E]) -> Vec<E> {
         dy.len() == rows * d_out && w.len() == d_in * d_out,
         "linear dx: lengths"
     );
+    let blocks = dims.row_blocks();
+    // With several blocks, wᵀ is copied once here rather than by each block's GEMM.
+    let transposed = (blocks.len() > 1).then(|| {
+        let mut wt = Scratch::<E>::take(d_in * d_out);
+        E::transpose_into(w, [d_in, d_out], &mut wt);
+        wt
+    });
+    let transposed = transposed.as_deref();
     let fill = |dx: *mut E| {
         let out = RowBlocks {
             ptr: dx,
             width: d_in,
         };
-        for_blocks(&dims.row_blocks(), |r0, r1| {
-            // SAFETY: dy and w are read only; each task writes all of its own rows of dx
+        for_blocks(&blocks, |r0, r1| {
+            // SAFETY: dy and wᵀ are read only; each task writes all of its own rows of dx
             // (β = 0: nothing is read).
             unsafe {
                 E::gemm(
                     [r1 - r0, d_out, d_in],
                     E::ONE,
                     reading(dy, d_out, r0),
-                    reading(w, d_out, 0).t(),
+                    match transposed {
+                        Some(wt) => reading(wt, d_in, 0),
+                        None => reading(w, d_out, 0).t(),
+                    },
                     E::ZERO,
                     out.at(r0),
                 );

@@ -92,6 +92,26 @@ pub(crate) unsafe fn sgemm_onto(
     unsafe { run(kernel(), dims, alpha, [a, b], (1.0, c_in), c) }
 }
 
+/// [`super::Gemm::transpose_into`] for f32 by 16 × 16 transposes in registers, where the
+/// direct kernel runs on AVX-512 (it copies a strided B the same way); `false`, with `to`
+/// untouched, elsewhere.
+pub(crate) fn transpose_into(w: &[f32], [rows, cols]: [usize; 2], to: &mut [f32]) -> bool {
+    assert!(
+        w.len() == rows * cols && to.len() == rows * cols,
+        "transpose: lengths"
+    );
+    #[cfg(target_arch = "x86_64")]
+    if kernel() == Some(Kernel::Avx512) && rows * cols > 0 {
+        // `wᵀ` as a view: element (c, r) at r·cols + c, unit row stride.
+        let view = super::Strided::rows(w.as_ptr().cast_mut(), cols).t();
+        // SAFETY: the kernel saw avx512f; the view addresses the rows·cols elements of w;
+        // `to` holds as many.
+        unsafe { avx512::transposed_rows(view, cols, rows, to.as_mut_ptr()) };
+        return true;
+    }
+    false
+}
+
 /// `C ← α·A·B + β·C_in` on `kernel` (none: `None`, untouched) for [`sgemm`] and
 /// [`sgemm_onto`], which pass [`kernel()`]; the tests pass the CPU's own, unaffected by
 /// other tests that cap [`detected`] meanwhile.

@@ -124,7 +124,7 @@ pub(super) unsafe fn contiguous_rows(b: super::Strided<f32>, k: usize, n: usize)
 /// As [`contiguous_rows`], with `row_stride = 1`, `col_stride > 0`; `to` has room for
 /// `k × n` elements.
 #[target_feature(enable = "avx512f")]
-unsafe fn transposed_rows(b: super::Strided<f32>, k: usize, n: usize, to: *mut f32) {
+pub(super) unsafe fn transposed_rows(b: super::Strided<f32>, k: usize, n: usize, to: *mut f32) {
     for r0 in (0..k).step_by(16) {
         // SAFETY: the caller enabled avx512f.
         let (rows, row_mask) = ((k - r0).min(16), unsafe { Avx512::mask(k - r0) });
