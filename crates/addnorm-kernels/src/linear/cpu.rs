@@ -9,7 +9,9 @@
 //! thread, and dW is split over the rows (the GEMM's inner dimension), one partial
 //! `[d_in, d_out]` sum per block, summed in block order. dW's blocks come from the sizes
 //! alone (at most 8), never from the thread count, so every result is bit-identical
-//! whatever the thread count.
+//! whatever the thread count. dX's blocks share one copy of `Wᵀ` in contiguous rows
+//! ([`Gemm::transpose_into`]), made once per call, rather than each block's GEMM copying
+//! it.
 //!
 //! # Formula
 //! ```text
