@@ -41,19 +41,47 @@ pub trait Gemm: Real {
         c: Strided<Self>,
     );
 
-    /// The transpose of the row-major `[rows, cols]` matrix `w`, written to `to` as a
-    /// row-major `[cols, rows]` one: `to[c·rows + r] = w[r·cols + c]`. A product that reads
-    /// `wᵀ` as B in several calls (a linear layer's dX, one call per row block) copies it
-    /// once this way, so that no call copies B itself. A copy changes no value, so no bit.
+    /// B made ready once for several products that read it (a linear layer's weight,
+    /// read by every row block of the call): see [`PreparedB`]. Here, B read in place.
     ///
-    /// # Panics
-    /// If `w` or `to` does not hold `rows·cols` elements.
-    fn transpose_into(w: &[Self], [rows, cols]: [usize; 2], to: &mut [Self]) {
+    /// # Safety
+    /// `b` must address `k × n` elements that stay live, and unwritten, as long as the
+    /// result is used.
+    unsafe fn prepare_b(b: Strided<Self>, [k, n]: [usize; 2]) -> PreparedB<Self> {
+        PreparedB {
+            view: b,
+            k,
+            n,
+            laid_out: None,
+        }
+    }
+
+    /// `C ← α·A·B` (no `bias`) or `C ← α·A·B + 1·biasᵀ` ([`Gemm::gemm_plus_rows`]), with B
+    /// as [`Gemm::prepare_b`] made it ready; `dims`' `k` and `n` must be B's. C is written,
+    /// not read. The bits are those of [`Gemm::gemm`] (β = 0) or [`Gemm::gemm_plus_rows`]
+    /// on B itself.
+    ///
+    /// # Safety
+    /// As [`Gemm::gemm_plus_rows`], for A, C and `bias`.
+    unsafe fn gemm_prepared(
+        dims: [usize; 3],
+        alpha: Self,
+        a: Strided<Self>,
+        b: &PreparedB<Self>,
+        bias: Option<*const Self>,
+        c: Strided<Self>,
+    ) {
         assert!(
-            w.len() == rows * cols && to.len() == rows * cols,
-            "transpose: lengths"
+            dims[1] == b.k && dims[2] == b.n,
+            "a prepared B of another shape"
         );
-        transpose_by_blocks(w, [rows, cols], to);
+        // SAFETY (both): forwarded from the caller; b.view is live (`prepare_b`).
+        unsafe {
+            match bias {
+                Some(bias) => Self::gemm_plus_rows(dims, alpha, a, b.view, bias, c),
+                None => Self::gemm(dims, alpha, a, b.view, Self::ZERO, c),
+            }
+        }
     }
 
     /// `C ← α·A·B + 1·bᵀ`: [`Gemm::gemm`] with `β = 1` on a C whose every row held the
@@ -112,13 +140,44 @@ impl Gemm for f32 {
         }
     }
 
-    fn transpose_into(w: &[f32], [rows, cols]: [usize; 2], to: &mut [f32]) {
+    unsafe fn prepare_b(b: Strided<f32>, [k, n]: [usize; 2]) -> PreparedB<f32> {
+        PreparedB {
+            view: b,
+            k,
+            n,
+            // SAFETY: forwarded from the caller.
+            laid_out: unsafe { direct::prepare(b, [k, n]) },
+        }
+    }
+
+    unsafe fn gemm_prepared(
+        dims: [usize; 3],
+        alpha: f32,
+        a: Strided<f32>,
+        b: &PreparedB<f32>,
+        bias: Option<*const f32>,
+        c: Strided<f32>,
+    ) {
+        if let Some(laid_out) = &b.laid_out {
+            let c_in = match bias {
+                Some(bias) => (1.0, bias_rows(bias)),
+                None => (0.0, c),
+            };
+            // SAFETY: forwarded from the caller; `laid_out` is B's own copy.
+            if unsafe { direct::sgemm_prepared(dims, alpha, a, laid_out, c_in, c) }.is_some() {
+                return;
+            }
+        }
         assert!(
-            w.len() == rows * cols && to.len() == rows * cols,
-            "transpose: lengths"
+            dims[1] == b.k && dims[2] == b.n,
+            "a prepared B of another shape"
         );
-        if !direct::transpose_into(w, [rows, cols], to) {
-            transpose_by_blocks(w, [rows, cols], to);
+        // SAFETY (both): forwarded from the caller; b.view is live (`prepare_b`).
+        unsafe {
+            match bias {
+                Some(bias) => Self::gemm_plus_rows(dims, alpha, a, b.view, bias, c),
+                None => Self::gemm(dims, alpha, a, b.view, 0.0, c),
+            }
         }
     }
 
@@ -130,13 +189,8 @@ impl Gemm for f32 {
         bias: *const f32,
         c: Strided<f32>,
     ) {
-        let rows = Strided {
-            ptr: bias.cast_mut(),
-            row_stride: 0,
-            col_stride: 1,
-        };
-        // SAFETY (both): forwarded from the caller; `rows` is read only.
-        if unsafe { direct::sgemm_onto(dims, alpha, a, b, rows, c) }.is_some() {
+        // SAFETY (both): forwarded from the caller; the bias rows are read only.
+        if unsafe { direct::sgemm_onto(dims, alpha, a, b, bias_rows(bias), c) }.is_some() {
             return;
         }
         // SAFETY (both): forwarded from the caller.
@@ -178,20 +232,35 @@ impl Gemm for f64 {
     }
 }
 
-/// [`Gemm::transpose_into`] in plain loops, 16 × 16 blocks at a time so that both sides
-/// stay in cache.
-fn transpose_by_blocks<E: Copy>(w: &[E], [rows, cols]: [usize; 2], to: &mut [E]) {
-    const BLOCK: usize = 16;
-    for r0 in (0..rows).step_by(BLOCK) {
-        for c0 in (0..cols).step_by(BLOCK) {
-            for c in c0..cols.min(c0 + BLOCK) {
-                for r in r0..rows.min(r0 + BLOCK) {
-                    to[c * rows + r] = w[r * cols + c];
-                }
-            }
-        }
+/// A bias of `n` elements as a matrix whose every row is the bias (rows 0 apart).
+fn bias_rows(bias: *const f32) -> Strided<f32> {
+    Strided {
+        ptr: bias.cast_mut(),
+        row_stride: 0,
+        col_stride: 1,
     }
 }
+
+/// A B made ready once ([`Gemm::prepare_b`]) for the several products that read it, such
+/// as a linear layer's `W` (forward) or `Wᵀ` (dX) read by each row block of one call.
+///
+/// On f32, where the direct AVX-512 kernel runs, B is copied once into the layout its loops
+/// read best: into column panels when it has at least 256 columns (rows 1 KiB or more apart
+/// share a few L1 sets), else into contiguous rows when its rows are strided (`Wᵀ`).
+/// Without it, each product would read B in place or copy it itself. A copy changes no
+/// value, so no bit.
+pub struct PreparedB<E> {
+    view: Strided<E>,
+    k: usize,
+    n: usize,
+    laid_out: Option<direct::Prepared>,
+}
+
+// SAFETY: a PreparedB is only read: its view's elements stay unwritten while it is used
+// (`Gemm::prepare_b`), and its copy is its own.
+unsafe impl<E: Sync> Send for PreparedB<E> {}
+// SAFETY: as above.
+unsafe impl<E: Sync> Sync for PreparedB<E> {}
 
 /// Writes the `n` elements at `bias` into each of C's `m` rows.
 ///
@@ -252,30 +321,4 @@ impl<E> Strided<E> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::Gemm;
-
-    /// `transpose_into` against its definition, on shapes that are and are not multiples of
-    /// the 16 × 16 blocks, for f32 (the AVX-512 transposes where the CPU has them) and f64.
-    #[test]
-    fn transpose_into_matches_its_definition() {
-        fn check<E: Gemm + std::fmt::Debug>(from: impl Fn(usize) -> E) {
-            for [rows, cols] in [[1, 5], [16, 16], [37, 53], [128, 512], [512, 128]] {
-                let w: Vec<E> = (0..rows * cols).map(&from).collect();
-                let mut to = vec![E::ZERO; rows * cols];
-                E::transpose_into(&w, [rows, cols], &mut to);
-                for r in 0..rows {
-                    for c in 0..cols {
-                        assert_eq!(
-                            to[c * rows + r],
-                            w[r * cols + c],
-                            "{rows}x{cols} ({r}, {c})"
-                        );
-                    }
-                }
-            }
-        }
-        check(|i| i as f32 * 0.5 - 7.0);
-        check(|i| i as f64 * 0.25 + 1.0);
-    }
-}
+mod tests;

@@ -9,9 +9,9 @@
 //! thread, and dW is split over the rows (the GEMM's inner dimension), one partial
 //! `[d_in, d_out]` sum per block, summed in block order. dW's blocks come from the sizes
 //! alone (at most 8), never from the thread count, so every result is bit-identical
-//! whatever the thread count. dX's blocks share one copy of `Wᵀ` in contiguous rows
-//! ([`Gemm::transpose_into`]), made once per call, rather than each block's GEMM copying
-//! it.
+//! whatever the thread count. The forward's and dX's blocks share one `W` or `Wᵀ` made
+//! ready once per call ([`Gemm::prepare_b`]: on f32, copied into the layout the GEMM reads
+//! best), rather than each block's GEMM reading it strided or copying it itself.
 //!
 //! # Formula
 //! ```text
@@ -207,22 +207,19 @@ fn forward_into<E: Gemm>(
     if let Some(b) = b {
         assert_eq!(b.len(), d_out, "linear forward: bias length");
     }
+    // SAFETY: w is live and unwritten for this call.
+    let w = unsafe { E::prepare_b(reading(w, d_out, 0), [d_in, d_out]) };
     let fill = |y: *mut E| {
         let out = RowBlocks {
             ptr: y,
             width: d_out,
         };
         for_blocks(&dims.row_blocks(), |r0, r1| {
-            let (x, w) = (reading(x, d_in, r0), reading(w, d_out, 0));
             let dims = [r1 - r0, d_in, d_out];
+            let bias = b.map(<[E]>::as_ptr);
             // SAFETY: x, w and b are live and read only; each task writes all of its own
-            // rows of y (β = 0, or the bias joined in place of a C that is not read).
-            unsafe {
-                match b {
-                    Some(b) => E::gemm_plus_rows(dims, E::ONE, x, w, b.as_ptr(), out.at(r0)),
-                    None => E::gemm(dims, E::ONE, x, w, E::ZERO, out.at(r0)),
-                }
-            }
+            // rows of y (nothing is read; the bias is joined in place of C).
+            unsafe { E::gemm_prepared(dims, E::ONE, reading(x, d_in, r0), &w, bias, out.at(r0)) }
             if let Some(r) = r {
                 let span = r0 * d_out..r1 * d_out;
                 // SAFETY: rows r0..r1 of y, written above by this task alone.
@@ -245,32 +242,23 @@ pub fn backward_input<E: Gemm>(dims: LinearDims, dy: &[E], w: &[E]) -> Vec<E> {
         dy.len() == rows * d_out && w.len() == d_in * d_out,
         "linear dx: lengths"
     );
-    let blocks = dims.row_blocks();
-    // With several blocks, wᵀ is copied once here rather than by each block's GEMM.
-    let transposed = (blocks.len() > 1).then(|| {
-        let mut wt = Scratch::<E>::take(d_in * d_out);
-        E::transpose_into(w, [d_in, d_out], &mut wt);
-        wt
-    });
-    let transposed = transposed.as_deref();
+    // SAFETY: wᵀ's elements are w's, live and unwritten for this call.
+    let wt = unsafe { E::prepare_b(reading(w, d_out, 0).t(), [d_out, d_in]) };
     let fill = |dx: *mut E| {
         let out = RowBlocks {
             ptr: dx,
             width: d_in,
         };
-        for_blocks(&blocks, |r0, r1| {
+        for_blocks(&dims.row_blocks(), |r0, r1| {
             // SAFETY: dy and wᵀ are read only; each task writes all of its own rows of dx
-            // (β = 0: nothing is read).
+            // (nothing is read).
             unsafe {
-                E::gemm(
+                E::gemm_prepared(
                     [r1 - r0, d_out, d_in],
                     E::ONE,
                     reading(dy, d_out, r0),
-                    match transposed {
-                        Some(wt) => reading(wt, d_in, 0),
-                        None => reading(w, d_out, 0).t(),
-                    },
-                    E::ZERO,
+                    &wt,
+                    None,
                     out.at(r0),
                 );
             }

@@ -41,6 +41,7 @@
 
 use super::Strided;
 use crate::cpu::dispatch::{InstructionSet, detected};
+use crate::cpu::scratch::Scratch;
 
 #[cfg(target_arch = "x86_64")]
 mod avx2;
@@ -92,26 +93,6 @@ pub(crate) unsafe fn sgemm_onto(
     unsafe { run(kernel(), dims, alpha, [a, b], (1.0, c_in), c) }
 }
 
-/// [`super::Gemm::transpose_into`] for f32 by 16 × 16 transposes in registers, where the
-/// direct kernel runs on AVX-512 (it copies a strided B the same way); `false`, with `to`
-/// untouched, elsewhere.
-pub(crate) fn transpose_into(w: &[f32], [rows, cols]: [usize; 2], to: &mut [f32]) -> bool {
-    assert!(
-        w.len() == rows * cols && to.len() == rows * cols,
-        "transpose: lengths"
-    );
-    #[cfg(target_arch = "x86_64")]
-    if kernel() == Some(Kernel::Avx512) && rows * cols > 0 {
-        // `wᵀ` as a view: element (c, r) at r·cols + c, unit row stride.
-        let view = super::Strided::rows(w.as_ptr().cast_mut(), cols).t();
-        // SAFETY: the kernel saw avx512f; the view addresses the rows·cols elements of w;
-        // `to` holds as many.
-        unsafe { avx512::transposed_rows(view, cols, rows, to.as_mut_ptr()) };
-        return true;
-    }
-    false
-}
-
 /// `C ← α·A·B + β·C_in` on `kernel` (none: `None`, untouched) for [`sgemm`] and
 /// [`sgemm_onto`], which pass [`kernel()`]; the tests pass the CPU's own, unaffected by
 /// other tests that cap [`detected`] meanwhile.
@@ -129,47 +110,13 @@ unsafe fn run(
     let kernel = kernel.filter(|&kernel| takes(kernel, [m, k, n], [a, b], c))?;
     #[cfg(target_arch = "x86_64")]
     {
-        let width = 2 * kernel.lanes();
-        // A B whose rows are not contiguous is copied into one that is.
-        let packed: Vec<f32>;
-        let (b_ptr, b_row) = if b.col_stride == 1 {
-            (b.ptr as *const f32, b.row_stride)
-        } else {
-            packed = match kernel {
-                // SAFETY: `kernel` saw avx512f; the caller guarantees b addresses k × n
-                // live elements, and `takes` that their offsets fit.
-                Kernel::Avx512 => unsafe { avx512::contiguous_rows(b, k, n) },
-                // SAFETY: as above, without the instruction set.
-                Kernel::Avx2Fma => unsafe { contiguous_rows(b, k, n) },
-            };
-            (packed.as_ptr(), n as isize)
-        };
         // A B over the rows bound is copied into panels (`takes` saw its A and B fit).
-        let panels: Vec<f32>;
-        let (b_ptr, b_row, b_panel) = if k * n > kernel.largest_b() {
-            // SAFETY: b_ptr addresses k rows of n elements, b_row apart.
-            panels = unsafe { column_panels(b_ptr, b_row, [k, n], width) };
-            (panels.as_ptr(), width as isize, (k * width) as isize)
-        } else {
-            (b_ptr, b_row, width as isize)
-        };
-        let operands = Operands {
-            m,
-            a,
-            b: b_ptr,
-            b_row,
-            b_panel,
-            c: c.ptr,
-            c_row: c.row_stride,
-            c_in: c_in.ptr,
-            c_in_row: c_in.row_stride,
-        };
-        // SAFETY (both): `kernel` saw the set's features; the pointers are the caller's (or
-        // `packed`, alive until the end of this block).
-        match kernel {
-            Kernel::Avx512 => unsafe { avx512::gemm(operands, [m, k, n], alpha, beta) },
-            Kernel::Avx2Fma => unsafe { avx2::gemm(operands, [m, k, n], alpha, beta) },
-        }
+        let panels = k * n > kernel.largest_b();
+        // SAFETY: the caller guarantees b addresses k × n live elements; `takes` that
+        // their offsets fit.
+        let arranged = unsafe { arrange::<Vec<f32>>(kernel, b, [k, n], panels) };
+        // SAFETY: as the caller's; `arranged` lives until the product is done.
+        unsafe { multiply(kernel, [m, k, n], alpha, a, arranged.1, (beta, c_in), c) };
         Some(())
     }
     #[cfg(not(target_arch = "x86_64"))]
@@ -177,6 +124,225 @@ unsafe fn run(
         let _ = (kernel, a, c_in, alpha, beta);
         None
     }
+}
+
+/// `C ← α·A·B + β·C_in` on `kernel`, B as `b` lays it out.
+///
+/// # Safety
+/// As [`run`], after `takes`; `b` addresses B's `k × n` elements as it says.
+#[cfg(target_arch = "x86_64")]
+unsafe fn multiply(
+    kernel: Kernel,
+    [m, k, n]: [usize; 3],
+    alpha: f32,
+    a: Strided<f32>,
+    b: BLayout,
+    (beta, c_in): (f32, Strided<f32>),
+    c: Strided<f32>,
+) {
+    let operands = Operands {
+        m,
+        a,
+        b: b.ptr,
+        b_row: b.row,
+        b_panel: b.panel,
+        c: c.ptr,
+        c_row: c.row_stride,
+        c_in: c_in.ptr,
+        c_in_row: c_in.row_stride,
+    };
+    // SAFETY (both): `kernel` saw the set's features; the pointers are the caller's.
+    match kernel {
+        Kernel::Avx512 => unsafe { avx512::gemm(operands, [m, k, n], alpha, beta) },
+        Kernel::Avx2Fma => unsafe { avx2::gemm(operands, [m, k, n], alpha, beta) },
+    }
+}
+
+/// Where the loops read B: element `(r, c)` at `ptr + (c / w)·panel + r·row + c mod w`,
+/// `w = 2·LANES` (one panel's columns).
+#[derive(Clone, Copy)]
+struct BLayout {
+    ptr: *const f32,
+    row: isize,
+    panel: isize,
+}
+
+/// A buffer that a copy of B is written into: a `Vec` for one product's own copy, a pooled
+/// [`Scratch`] for a [`Prepared`] one, which outlives the product.
+trait CopyOfB {
+    /// A buffer of `len` elements, all written by `fill` (which gets its first element)
+    /// before anything reads them.
+    fn filled(len: usize, fill: impl FnOnce(*mut f32)) -> Self;
+    /// The first element.
+    fn first(&self) -> *const f32;
+}
+
+impl CopyOfB for Vec<f32> {
+    fn filled(len: usize, fill: impl FnOnce(*mut f32)) -> Self {
+        let mut values = Vec::with_capacity(len);
+        fill(values.as_mut_ptr());
+        // SAFETY: `fill` wrote all `len` elements (the trait's contract).
+        unsafe { values.set_len(len) };
+        values
+    }
+    fn first(&self) -> *const f32 {
+        self.as_ptr()
+    }
+}
+
+impl CopyOfB for Scratch<f32> {
+    fn filled(len: usize, fill: impl FnOnce(*mut f32)) -> Self {
+        let mut values = Scratch::take(len);
+        fill(values.as_mut_ptr());
+        values
+    }
+    fn first(&self) -> *const f32 {
+        self.as_ptr()
+    }
+}
+
+/// B laid out for the loops: in place when its rows are contiguous and `panels` is not
+/// asked; else copied into contiguous rows, and then, with `panels`, into column panels
+/// ([`column_panels`]). Returns the copy (if any) with the layout, which points into it.
+///
+/// # Safety
+/// `b` must address `k × n` live elements whose offsets fit 32 bits ([`takes`]), and the
+/// CPU must have `kernel`'s set.
+#[cfg(target_arch = "x86_64")]
+unsafe fn arrange<C: CopyOfB>(
+    kernel: Kernel,
+    b: Strided<f32>,
+    [k, n]: [usize; 2],
+    panels: bool,
+) -> (Option<C>, BLayout) {
+    let width = 2 * kernel.lanes();
+    let contiguous = (b.col_stride != 1).then(|| {
+        C::filled(k * n, |to| match kernel {
+            // SAFETY: `kernel` saw avx512f; b addresses k × n live elements (caller); `to`
+            // has room for them.
+            Kernel::Avx512 => unsafe { avx512::contiguous_rows(b, k, n, to) },
+            // SAFETY: as above, without the instruction set.
+            Kernel::Avx2Fma => unsafe { contiguous_rows(b, k, n, to) },
+        })
+    });
+    let (ptr, row) = match &contiguous {
+        Some(rows) => (rows.first(), n as isize),
+        None => (b.ptr as *const f32, b.row_stride),
+    };
+    if panels {
+        let len = n.div_ceil(width) * k * width;
+        // SAFETY: ptr addresses k rows of n elements, row apart; `to` has room for len.
+        let panels = C::filled(len, |to| unsafe {
+            column_panels(ptr, row, [k, n], width, to)
+        });
+        let layout = BLayout {
+            ptr: panels.first(),
+            row: width as isize,
+            panel: (k * width) as isize,
+        };
+        return (Some(panels), layout);
+    }
+    let layout = BLayout {
+        ptr,
+        row,
+        panel: width as isize,
+    };
+    (contiguous, layout)
+}
+
+/// The fewest columns for which [`prepare`] copies B into column panels on AVX-512: a
+/// row-major B of 256 or more columns has rows 1 KiB or more apart, so a panel's rows fall
+/// into a few L1 sets; the d128 feed-forward's forward took 0.84× its time with its
+/// `[128, 512]` weight in panels (PERFORMANCE.md §32).
+const PANELS_FROM_N: usize = 256;
+
+/// A B laid out once for several products by [`prepare`]: in column panels, or in
+/// contiguous rows.
+pub(crate) struct Prepared {
+    kernel: Kernel,
+    k: usize,
+    n: usize,
+    /// The copy the layout points into.
+    _values: Scratch<f32>,
+    layout: BLayout,
+}
+
+// SAFETY: `layout` points into `_values`, which the struct owns and nobody writes.
+unsafe impl Send for Prepared {}
+// SAFETY: as above: shared, it is only read.
+unsafe impl Sync for Prepared {}
+
+/// `b` (`k × n`) laid out once for the products that will read it, where the direct
+/// kernel runs and it is worth a copy: into column panels on AVX-512 when `n` is at least
+/// [`PANELS_FROM_N`], else into contiguous rows when its rows are strided. `None` when B
+/// is best read in place or the direct kernel would not take it.
+///
+/// # Safety
+/// `b` must address `k × n` live elements.
+pub(crate) unsafe fn prepare(b: Strided<f32>, dims: [usize; 2]) -> Option<Prepared> {
+    // SAFETY: forwarded from the caller.
+    unsafe { prepare_on(kernel(), b, dims) }
+}
+
+/// [`prepare`] on `kernel` (the tests pass the CPU's own, as [`run`]'s do).
+///
+/// # Safety
+/// As [`prepare`].
+unsafe fn prepare_on(
+    kernel: Option<Kernel>,
+    b: Strided<f32>,
+    [k, n]: [usize; 2],
+) -> Option<Prepared> {
+    let kernel = kernel?;
+    let offsets_fit = n as isize * b.col_stride.abs() < i32::MAX as isize / 4;
+    if k == 0 || n == 0 || k * n > kernel.largest_b() || !offsets_fit {
+        return None;
+    }
+    let panels = kernel == Kernel::Avx512 && n >= PANELS_FROM_N;
+    if !panels && b.col_stride == 1 {
+        return None;
+    }
+    #[cfg(target_arch = "x86_64")]
+    {
+        // SAFETY: per the caller; the offsets fit (above).
+        let (values, layout) = unsafe { arrange::<Scratch<f32>>(kernel, b, [k, n], panels) };
+        let values = values.expect("a layout that is not in place is a copy");
+        Some(Prepared {
+            kernel,
+            k,
+            n,
+            _values: values,
+            layout,
+        })
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    None
+}
+
+/// `C ← α·A·B + β·C_in` with B as [`prepare`] laid it out (`dims`' `k` and `n` must be
+/// its own): the bits of [`sgemm`] or [`sgemm_onto`] on the B it was made from. `None`,
+/// with nothing touched, when this kernel does not take the call.
+///
+/// # Safety
+/// As [`sgemm_onto`], for A, C and `c_in` (C itself when `β·C` is meant).
+pub(crate) unsafe fn sgemm_prepared(
+    [m, k, n]: [usize; 3],
+    alpha: f32,
+    a: Strided<f32>,
+    b: &Prepared,
+    (beta, c_in): (f32, Strided<f32>),
+    c: Strided<f32>,
+) -> Option<()> {
+    assert!(k == b.k && n == b.n, "a prepared B of another shape");
+    if m == 0 || c.col_stride != 1 || c_in.col_stride != 1 {
+        return None;
+    }
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: forwarded from the caller; `b` lays out k × n elements it owns.
+    unsafe {
+        multiply(b.kernel, [m, k, n], alpha, a, b.layout, (beta, c_in), c)
+    };
+    Some(())
 }
 
 /// The instruction sets the direct kernel is compiled for.
@@ -261,20 +427,22 @@ fn has_avx512f() -> bool {
     false
 }
 
-/// B's `k × n` elements copied into rows of `n`, one element at a time.
+/// B's `k × n` elements copied into rows of `n` at `to`, one element at a time.
 ///
 /// # Safety
-/// `b` must address `k × n` live elements.
+/// `b` must address `k × n` live elements; `to` has room for as many.
 #[cfg(target_arch = "x86_64")]
-unsafe fn contiguous_rows(b: Strided<f32>, k: usize, n: usize) -> Vec<f32> {
-    let mut out = Vec::with_capacity(k * n);
-    for r in 0..k as isize {
-        // SAFETY: element (r, c) of the caller's view.
-        out.extend(
-            (0..n as isize).map(|c| unsafe { *b.ptr.offset(r * b.row_stride + c * b.col_stride) }),
-        );
+unsafe fn contiguous_rows(b: Strided<f32>, k: usize, n: usize, to: *mut f32) {
+    for r in 0..k {
+        for c in 0..n {
+            // SAFETY: element (r, c) of the caller's view, and of `to`.
+            unsafe {
+                *to.add(r * n + c) = *b
+                    .ptr
+                    .offset(r as isize * b.row_stride + c as isize * b.col_stride);
+            }
+        }
     }
-    out
 }
 
 /// Whether [`sgemm`] takes a call of these sizes and strides on `kernel`.
@@ -297,26 +465,34 @@ fn takes(
     sizes && c.col_stride == 1 && offsets_fit
 }
 
-/// B's `k × n` elements (rows `b_row` apart) copied into panels of `width` columns:
+/// B's `k × n` elements (rows `b_row` apart) copied to `to` in panels of `width` columns:
 /// element `(r, c)` at `(c / width)·k·width + r·width + c mod width`, the last panel's
 /// missing columns 0.
 ///
 /// # Safety
-/// `b` must address `k` rows of `n` live elements, `b_row` apart.
+/// `b` must address `k` rows of `n` live elements, `b_row` apart; `to` has room for
+/// `n.div_ceil(width)·k·width` elements.
 #[cfg(target_arch = "x86_64")]
-unsafe fn column_panels(b: *const f32, b_row: isize, [k, n]: [usize; 2], width: usize) -> Vec<f32> {
-    let mut out = Vec::with_capacity(n.div_ceil(width) * k * width);
+unsafe fn column_panels(
+    b: *const f32,
+    b_row: isize,
+    [k, n]: [usize; 2],
+    width: usize,
+    to: *mut f32,
+) {
+    let mut at = to;
     for j0 in (0..n).step_by(width) {
         let cols = width.min(n - j0);
         for r in 0..k {
-            // SAFETY: columns j0..j0 + cols of row r, per the caller.
-            let row =
-                unsafe { std::slice::from_raw_parts(b.offset(r as isize * b_row).add(j0), cols) };
-            out.extend_from_slice(row);
-            out.resize(out.len() + width - cols, 0.0);
+            // SAFETY: columns j0..j0 + cols of row r, per the caller; `at` stays inside the
+            // n.div_ceil(width)·k·width elements at `to`.
+            unsafe {
+                std::ptr::copy_nonoverlapping(b.offset(r as isize * b_row).add(j0), at, cols);
+                std::ptr::write_bytes(at.add(cols), 0, width - cols);
+                at = at.add(width);
+            }
         }
     }
-    out
 }
 
 /// The pointers and strides of one call: A's as given, B's rows contiguous (`b_row` apart,

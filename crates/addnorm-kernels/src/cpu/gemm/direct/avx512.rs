@@ -94,26 +94,24 @@ pub(super) unsafe fn gemm(ops: Operands, dims: [usize; 3], alpha: f32, beta: f32
     unsafe { tile::gemm::<Avx512, 12>(ops, dims, alpha, beta) }
 }
 
-/// B's `k × n` elements copied into rows of `n`: by 16 × 16 transposes in registers when
-/// B is a row-major matrix read transposed (unit row stride: `Wᵀ`, `Kᵀ`, `Vᵀ`), else 16
-/// columns at a time by a gather.
+/// B's `k × n` elements copied into rows of `n` at `to`: by 16 × 16 transposes in
+/// registers when B is a row-major matrix read transposed (unit row stride: `Wᵀ`, `Kᵀ`,
+/// `Vᵀ`), else 16 columns at a time by a gather.
 ///
 /// # Safety
 /// `b` must address `k × n` live elements, `n · |col_stride|` must fit 32-bit offsets
-/// ([`super::takes`]), and the CPU must have avx512f.
+/// ([`super::takes`]), `to` must have room for `k × n` elements, and the CPU must have
+/// avx512f.
 #[target_feature(enable = "avx512f")]
-pub(super) unsafe fn contiguous_rows(b: super::Strided<f32>, k: usize, n: usize) -> Vec<f32> {
-    let mut out: Vec<f32> = Vec::with_capacity(k * n);
-    // SAFETY (both): forwarded from the caller; each writes all k·n elements of `out`.
+pub(super) unsafe fn contiguous_rows(b: super::Strided<f32>, k: usize, n: usize, to: *mut f32) {
+    // SAFETY (both): forwarded from the caller; each writes all k·n elements at `to`.
     unsafe {
         if b.row_stride == 1 && b.col_stride > 0 {
-            transposed_rows(b, k, n, out.as_mut_ptr());
+            transposed_rows(b, k, n, to);
         } else {
-            gathered_rows(b, k, n, out.as_mut_ptr());
+            gathered_rows(b, k, n, to);
         }
-        out.set_len(k * n);
     }
-    out
 }
 
 /// [`contiguous_rows`] of a B whose element `(r, c)` lies at `r + c·col_stride`: B's
@@ -124,7 +122,7 @@ pub(super) unsafe fn contiguous_rows(b: super::Strided<f32>, k: usize, n: usize)
 /// As [`contiguous_rows`], with `row_stride = 1`, `col_stride > 0`; `to` has room for
 /// `k × n` elements.
 #[target_feature(enable = "avx512f")]
-pub(super) unsafe fn transposed_rows(b: super::Strided<f32>, k: usize, n: usize, to: *mut f32) {
+unsafe fn transposed_rows(b: super::Strided<f32>, k: usize, n: usize, to: *mut f32) {
     for r0 in (0..k).step_by(16) {
         // SAFETY: the caller enabled avx512f.
         let (rows, row_mask) = ((k - r0).min(16), unsafe { Avx512::mask(k - r0) });

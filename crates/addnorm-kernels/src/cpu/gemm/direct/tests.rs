@@ -349,10 +349,65 @@ fn avx512_contiguous_rows_equal_the_plain_copy() {
             let layout = Layout { transposed, pad: 3 };
             let mut stored = values(layout.len(k, n), 1);
             let b = layout.view(stored.as_mut_ptr(), k, n);
-            // SAFETY: b addresses k × n elements of `stored`; the CPU has avx512f.
-            let (fast, plain) =
-                unsafe { (avx512::contiguous_rows(b, k, n), contiguous_rows(b, k, n)) };
+            // SAFETY: b addresses k × n elements of `stored`; each copy has room for them;
+            // the CPU has avx512f.
+            let (fast, plain): (Vec<f32>, Vec<f32>) = unsafe {
+                (
+                    CopyOfB::filled(k * n, |to| avx512::contiguous_rows(b, k, n, to)),
+                    CopyOfB::filled(k * n, |to| contiguous_rows(b, k, n, to)),
+                )
+            };
             assert_eq!(fast, plain, "k {k}, n {n}, transposed {transposed}");
         }
     }
+}
+
+/// [`prepare`]'s layouts, element by element: a wide B in column panels (the last one
+/// padded with zeros) and a narrow strided one in contiguous rows on AVX-512, and a narrow
+/// contiguous one left in place.
+#[test]
+fn prepare_lays_out_b_in_panels_or_rows() {
+    if cpu_kernel() != Some(Kernel::Avx512) {
+        eprintln!("SKIPPED: the CPU runs no AVX-512 direct kernel");
+        return;
+    }
+    let width = 2 * avx512::LANES;
+    for ([k, n], transposed) in [([64, 300], false), ([64, 300], true), ([32, 40], true)] {
+        let layout = Layout { transposed, pad: 3 };
+        let mut stored = values(layout.len(k, n), 1);
+        let b = layout.view(stored.as_mut_ptr(), k, n);
+        // SAFETY: b addresses k × n elements of `stored`.
+        let ready = unsafe { prepare_on(cpu_kernel(), b, [k, n]) }.expect("laid out");
+        for r in 0..k {
+            for c in 0..n.next_multiple_of(width) {
+                let at = (c / width) as isize * ready.layout.panel
+                    + r as isize * ready.layout.row
+                    + (c % width) as isize;
+                // SAFETY: inside the copy (panels are padded to whole widths; rows hold n).
+                let got = if c < n || n >= PANELS_FROM_N {
+                    unsafe { *ready.layout.ptr.offset(at) }
+                } else {
+                    continue;
+                };
+                let want = if c < n {
+                    // SAFETY: element (r, c) of the view.
+                    unsafe {
+                        *b.ptr
+                            .offset(r as isize * b.row_stride + c as isize * b.col_stride)
+                    }
+                } else {
+                    0.0
+                };
+                assert_eq!(
+                    got.to_bits(),
+                    want.to_bits(),
+                    "{k}x{n} t {transposed} ({r}, {c})"
+                );
+            }
+        }
+    }
+    let mut stored = values(32 * 40, 1);
+    let contiguous = Strided::rows(stored.as_mut_ptr(), 40);
+    // SAFETY: the view addresses 32 × 40 elements of `stored`.
+    assert!(unsafe { prepare_on(cpu_kernel(), contiguous, [32, 40]) }.is_none());
 }
