@@ -10,6 +10,11 @@
 //!   product to `sgemm`.
 //! - `f64`: `matrixmultiply`'s `dgemm`.
 //!
+//! A B read by several products (a linear layer's weight, read by each row block of one
+//! call) can be made ready once ([`Gemm::prepare_b`], [`PreparedB`]): on f32 it is then
+//! copied once into the layout the direct kernel reads best, instead of being read strided
+//! or copied by every product.
+//!
 //! `matrixmultiply` is already in the tree through burn-ndarray; it picks AVX2/AVX-512
 //! kernels at run time.
 //!
