@@ -24,7 +24,7 @@
 //!   `y`, `dy` and the residual `r`: `[rows, d_out]` (all row-major)
 
 use crate::cpu::gemm::{Gemm, Strided};
-use crate::cpu::memory::{written_output, zeroed_output};
+use crate::cpu::memory::{overwritten_output, written_output, zeroed_output};
 use crate::cpu::parallel::{self, ChunksMut};
 use crate::cpu::real::add_into;
 use crate::cpu::scratch::Scratch;
@@ -304,7 +304,12 @@ pub fn backward_parameters<E: Gemm>(
         bias.then(|| column_sums(&dy[r0 * d_out..r1 * d_out], d_out))
     };
     let blocks = dims.reduction_blocks();
-    let mut dw = zeroed_output::<E>(d_in * d_out);
+    // Block 0's product (β = 0) writes all of dW; only without rows is there none.
+    let mut dw = if blocks.first().is_some_and(|&(r0, r1)| r1 > r0) {
+        overwritten_output::<E>(d_in * d_out)
+    } else {
+        zeroed_output::<E>(d_in * d_out)
+    };
     let mut scratch: Vec<Scratch<E>> = (1..blocks.len())
         .map(|_| Scratch::take(d_in * d_out))
         .collect();
@@ -515,5 +520,31 @@ mod tests {
         for threads in [2, 3, 5] {
             assert!(one == run(threads), "{threads} threads differ from one");
         }
+    }
+
+    /// dW is written whole by its first block's product: from a pooled buffer full of NaNs
+    /// (the output pool hands out reused buffers as their last output left them), it gets
+    /// the bits it gets from a fresh one; with no rows it is zeros.
+    #[cfg(feature = "ndarray")]
+    #[test]
+    fn dw_is_written_whole_over_a_stale_buffer() {
+        // Sizes of their own, so that no other test takes the poisoned buffer.
+        // 131 × 173 f32 are 90 KB, above the pool's 64 KiB floor.
+        let dims = LinearDims {
+            rows: 300,
+            d_in: 131,
+            d_out: 173,
+        };
+        let x: Vec<f32> = inputs(dims.rows * dims.d_in, 0.013, -1.7);
+        let dy: Vec<f32> = gradients(dims.rows * dims.d_out, 0.021, -2.3);
+        let poisoned = crate::cpu::test_values::poison_output_pool(dims.d_in * dims.d_out);
+        let (stale, _) = backward_parameters(dims, &x, &dy, false);
+        assert_eq!(stale.as_ptr(), poisoned, "the stale buffer was not taken");
+        let (fresh, _) = backward_parameters(dims, &x, &dy, false);
+        assert!(stale.iter().all(|v| v.is_finite()));
+        assert_eq!(stale, fresh);
+        let empty = LinearDims { rows: 0, ..dims };
+        let (zeros, _) = backward_parameters::<f32>(empty, &[], &[], false);
+        assert!(zeros.iter().all(|&v| v == 0.0) && zeros.len() == 131 * 173);
     }
 }
