@@ -76,17 +76,8 @@ pub trait Gemm: Real {
         bias: Option<*const Self>,
         c: Strided<Self>,
     ) {
-        assert!(
-            dims[1] == b.k && dims[2] == b.n,
-            "a prepared B of another shape"
-        );
-        // SAFETY (both): forwarded from the caller; b.view is live (`prepare_b`).
-        unsafe {
-            match bias {
-                Some(bias) => Self::gemm_plus_rows(dims, alpha, a, b.view, bias, c),
-                None => Self::gemm(dims, alpha, a, b.view, Self::ZERO, c),
-            }
-        }
+        // SAFETY: forwarded from the caller.
+        unsafe { with_b_in_place(dims, alpha, a, b, bias, c) }
     }
 
     /// `C ← α·A·B + 1·bᵀ`: [`Gemm::gemm`] with `β = 1` on a C whose every row held the
@@ -173,17 +164,8 @@ impl Gemm for f32 {
                 return;
             }
         }
-        assert!(
-            dims[1] == b.k && dims[2] == b.n,
-            "a prepared B of another shape"
-        );
-        // SAFETY (both): forwarded from the caller; b.view is live (`prepare_b`).
-        unsafe {
-            match bias {
-                Some(bias) => Self::gemm_plus_rows(dims, alpha, a, b.view, bias, c),
-                None => Self::gemm(dims, alpha, a, b.view, 0.0, c),
-            }
-        }
+        // SAFETY: forwarded from the caller.
+        unsafe { with_b_in_place(dims, alpha, a, b, bias, c) }
     }
 
     unsafe fn gemm_plus_rows(
@@ -233,6 +215,32 @@ impl Gemm for f64 {
                 c.row_stride,
                 c.col_stride,
             );
+        }
+    }
+}
+
+/// [`Gemm::gemm_prepared`] on the B a [`PreparedB`] was made from, read in place: the
+/// plain [`Gemm::gemm`] (β = 0) or [`Gemm::gemm_plus_rows`].
+///
+/// # Safety
+/// As [`Gemm::gemm_prepared`].
+unsafe fn with_b_in_place<E: Gemm>(
+    dims: [usize; 3],
+    alpha: E,
+    a: Strided<E>,
+    b: &PreparedB<E>,
+    bias: Option<*const E>,
+    c: Strided<E>,
+) {
+    assert!(
+        dims[1] == b.k && dims[2] == b.n,
+        "a prepared B of another shape"
+    );
+    // SAFETY (both): forwarded from the caller; b.view is live (`Gemm::prepare_b`).
+    unsafe {
+        match bias {
+            Some(bias) => E::gemm_plus_rows(dims, alpha, a, b.view, bias, c),
+            None => E::gemm(dims, alpha, a, b.view, E::ZERO, c),
         }
     }
 }
