@@ -76,6 +76,7 @@ pub trait Gemm: Real {
         bias: Option<*const Self>,
         c: Strided<Self>,
     ) {
+        b.check(dims);
         // SAFETY: forwarded from the caller.
         unsafe { with_b_in_place(dims, alpha, a, b, bias, c) }
     }
@@ -154,12 +155,14 @@ impl Gemm for f32 {
         bias: Option<*const f32>,
         c: Strided<f32>,
     ) {
+        b.check(dims);
         if let Some(laid_out) = &b.laid_out {
             let c_in = match bias {
                 Some(bias) => (1.0, bias_rows(bias)),
                 None => (0.0, c),
             };
-            // SAFETY: forwarded from the caller; `laid_out` is B's own copy.
+            // SAFETY: forwarded from the caller; `laid_out` is B's own copy, of the shape
+            // `dims` says (checked above).
             if unsafe { direct::sgemm_prepared(dims, alpha, a, laid_out, c_in, c) }.is_some() {
                 return;
             }
@@ -223,7 +226,7 @@ impl Gemm for f64 {
 /// plain [`Gemm::gemm`] (β = 0) or [`Gemm::gemm_plus_rows`].
 ///
 /// # Safety
-/// As [`Gemm::gemm_prepared`].
+/// As [`Gemm::gemm_prepared`], with `dims` checked against `b` ([`PreparedB::check`]).
 unsafe fn with_b_in_place<E: Gemm>(
     dims: [usize; 3],
     alpha: E,
@@ -232,10 +235,6 @@ unsafe fn with_b_in_place<E: Gemm>(
     bias: Option<*const E>,
     c: Strided<E>,
 ) {
-    assert!(
-        dims[1] == b.k && dims[2] == b.n,
-        "a prepared B of another shape"
-    );
     // SAFETY (both): forwarded from the caller; b.view is live (`Gemm::prepare_b`).
     unsafe {
         match bias {
@@ -267,6 +266,16 @@ pub struct PreparedB<E> {
     k: usize,
     n: usize,
     laid_out: Option<direct::Prepared>,
+}
+
+impl<E> PreparedB<E> {
+    /// Panics unless `dims`' `k` and `n` are this B's.
+    fn check(&self, dims: [usize; 3]) {
+        assert!(
+            dims[1] == self.k && dims[2] == self.n,
+            "a prepared B of another shape"
+        );
+    }
 }
 
 // SAFETY: a PreparedB is only read: its view's elements stay unwritten while it is used

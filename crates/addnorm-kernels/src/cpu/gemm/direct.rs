@@ -114,9 +114,9 @@ unsafe fn run(
         let panels = k * n > kernel.largest_b();
         // SAFETY: the caller guarantees b addresses k × n live elements; `takes` that
         // their offsets fit.
-        let arranged = unsafe { arrange::<Vec<f32>>(kernel, b, [k, n], panels) };
-        // SAFETY: as the caller's; `arranged` lives until the product is done.
-        unsafe { multiply(kernel, [m, k, n], alpha, a, arranged.1, (beta, c_in), c) };
+        let (_copy, layout) = unsafe { arrange::<Vec<f32>>(kernel, b, [k, n], panels) };
+        // SAFETY: as the caller's; `_copy` lives until the product is done.
+        unsafe { multiply(kernel, [m, k, n], alpha, a, layout, (beta, c_in), c) };
         Some(())
     }
     #[cfg(not(target_arch = "x86_64"))]
@@ -260,8 +260,6 @@ const PANELS_FROM_N: usize = 256;
 /// contiguous rows.
 pub(crate) struct Prepared {
     kernel: Kernel,
-    k: usize,
-    n: usize,
     /// The copy the layout points into.
     _values: Scratch<f32>,
     layout: BLayout,
@@ -294,8 +292,7 @@ unsafe fn prepare_on(
     [k, n]: [usize; 2],
 ) -> Option<Prepared> {
     let kernel = kernel?;
-    let offsets_fit = n as isize * b.col_stride.abs() < i32::MAX as isize / 4;
-    if k == 0 || n == 0 || k * n > kernel.largest_b() || !offsets_fit {
+    if k == 0 || n == 0 || k * n > kernel.largest_b() || !offsets_fit(b, n) {
         return None;
     }
     let panels = kernel == Kernel::Avx512 && n >= PANELS_FROM_N;
@@ -309,8 +306,6 @@ unsafe fn prepare_on(
         let values = values.expect("a layout that is not in place is a copy");
         Some(Prepared {
             kernel,
-            k,
-            n,
             _values: values,
             layout,
         })
@@ -319,12 +314,13 @@ unsafe fn prepare_on(
     None
 }
 
-/// `C ← α·A·B + β·C_in` with B as [`prepare`] laid it out (`dims`' `k` and `n` must be
-/// its own): the bits of [`sgemm`] or [`sgemm_onto`] on the B it was made from. `None`,
-/// with nothing touched, when this kernel does not take the call.
+/// `C ← α·A·B + β·C_in` with B as [`prepare`] laid it out: the bits of [`sgemm`] or
+/// [`sgemm_onto`] on the B it was made from. `None`, with nothing touched, when this
+/// kernel does not take the call.
 ///
 /// # Safety
-/// As [`sgemm_onto`], for A, C and `c_in` (C itself when `β·C` is meant).
+/// As [`sgemm_onto`], for A, C and `c_in` (C itself when `β·C` is meant); `dims`' `k` and
+/// `n` must be those `b` was prepared with (`super::PreparedB` checks them).
 pub(crate) unsafe fn sgemm_prepared(
     [m, k, n]: [usize; 3],
     alpha: f32,
@@ -333,7 +329,6 @@ pub(crate) unsafe fn sgemm_prepared(
     (beta, c_in): (f32, Strided<f32>),
     c: Strided<f32>,
 ) -> Option<()> {
-    assert!(k == b.k && n == b.n, "a prepared B of another shape");
     if m == 0 || c.col_stride != 1 || c_in.col_stride != 1 {
         return None;
     }
@@ -458,11 +453,14 @@ fn takes(
     [a, b]: [Strided<f32>; 2],
     c: Strided<f32>,
 ) -> bool {
-    // The copy of a strided B gathers with 32-bit offsets.
-    let offsets_fit = n as isize * b.col_stride.abs() < i32::MAX as isize / 4;
     let panelled = a.row_stride == 1 && b.col_stride == 1 && k * n <= kernel.largest_panelled_b();
     let sizes = m > 0 && k > 0 && n > 0 && (k * n <= kernel.largest_b() || panelled);
-    sizes && c.col_stride == 1 && offsets_fit
+    sizes && c.col_stride == 1 && offsets_fit(b, n)
+}
+
+/// Whether a strided B's `n` columns can be copied by a gather, whose offsets are 32-bit.
+fn offsets_fit(b: Strided<f32>, n: usize) -> bool {
+    n as isize * b.col_stride.abs() < i32::MAX as isize / 4
 }
 
 /// B's `k × n` elements (rows `b_row` apart) copied to `to` in panels of `width` columns:

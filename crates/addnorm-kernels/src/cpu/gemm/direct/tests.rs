@@ -383,12 +383,12 @@ fn prepare_lays_out_b_in_panels_or_rows() {
                 let at = (c / width) as isize * ready.layout.panel
                     + r as isize * ready.layout.row
                     + (c % width) as isize;
-                // SAFETY: inside the copy (panels are padded to whole widths; rows hold n).
-                let got = if c < n || n >= PANELS_FROM_N {
-                    unsafe { *ready.layout.ptr.offset(at) }
-                } else {
+                // Only panels are padded past column n.
+                if c >= n && n < PANELS_FROM_N {
                     continue;
-                };
+                }
+                // SAFETY: inside the copy (panels are padded to whole widths; rows hold n).
+                let got = unsafe { *ready.layout.ptr.offset(at) };
                 let want = if c < n {
                     // SAFETY: element (r, c) of the view.
                     unsafe {
