@@ -64,7 +64,9 @@ taskset -c "$two" env RAYON_NUM_THREADS=2 "$B" --steps 40 >"$OUT/bench2.txt" 2>&
 say "bench on cores $two:"
 sed -n '/^model/,$p' "$OUT/bench2.txt" | tee -a "$summary"
 
-# 3. The README's main job with the VM's seed count, one worker process per CPU.
+# 3. The README's main job with the VM's seed count, one worker process per CPU (DEMO=0
+#    skips it: about 150 s on 16 CPUs).
+if [ "${DEMO:-1}" != 0 ]; then
 start=$(date +%s)
 "$A" demo --seeds 8 --out "$work/demo" >"$OUT/demo.txt" 2>&1
 say "demo: rc $?, $(($(date +%s) - start)) s on $(nproc) CPUs, runs \
@@ -74,6 +76,7 @@ for png in docs/demo/*.png; do
   cmp -s "$png" "$work/demo/$(basename "$png")" || say "plot differs: $(basename "$png")"
 done
 say "plots compared: $(ls docs/demo/*.png | wc -l)"
+fi
 
 # 4. The bench on every CPU.
 RAYON_NUM_THREADS=$(nproc) "$B" --steps 40 >"$OUT/bench-all.txt" 2>&1
@@ -90,5 +93,17 @@ for t in 1 4 8; do
     --threads "$t" --steps 20 2>&1 | grep d128)
   say "$t: $ours"
   say "$t: $theirs"
+done
+
+# 6. Lingering helpers on every core (parallel.rs, `ADDNORM_LINGER_US`; 0 turns it off): the
+#    fused step in your loop with and without, alternated, both orders. Each line is one
+#    process's medians.
+say "lingering on $(nproc) threads (ms a step; off = ADDNORM_LINGER_US=0):"
+for linger in on off off on; do
+  [ "$linger" = off ] && l=0 || l=
+  line=$(env ${l:+ADDNORM_LINGER_US=$l} RAYON_NUM_THREADS="$(nproc)" "$B" --no-torch \
+    --no-tuned --fused-only --steps 20 2>&1 | sed -n '/^model/,/^$/p' | grep ' ms ' \
+    | sed -E 's/ +([0-9.]+) ms.*/ \1/' | paste -sd';')
+  say "$linger: $line"
 done
 rm -rf "$work"
