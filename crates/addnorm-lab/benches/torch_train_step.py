@@ -17,6 +17,9 @@ as the Rust bench builds them. Prints one JSON line per model: {"model": ..., "m
 "phases_ms": [forward with the loss, backward, optimizer step]} (each phase's own median).
 
     python3 benches/torch_train_step.py --threads 2 --steps 40
+    python3 benches/torch_train_step.py --model "d128 T128 (LayerNorm)"   # one model
+
+An unknown --model exits with code 2 and lists the names.
 """
 
 import argparse
@@ -121,9 +124,12 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--steps", type=int, default=40)
+    parser.add_argument("--model", choices=list(MODELS), help="only this model")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     for name, spec in MODELS.items():
+        if args.model is not None and name != args.model:
+            continue
         steps = args.steps if spec[5] <= 32 else max(5, args.steps // 4)
         *phases, total = (t * 1e3 for t in time_model(spec, steps))
         print(json.dumps({"model": name, "median_ms": total, "phases_ms": phases}), flush=True)

@@ -11,6 +11,7 @@
 //! cargo bench --bench train_step -- --no-tuned     # without the tuned loop
 //! cargo bench --bench train_step -- --model T128 --fused-only --no-torch   # to profile
 //! cargo bench --bench train_step -- --fused-adamw  # FusedAdamW in your loop too
+//! cargo bench --bench train_step -- --model d128 --pairs 6   # torch / yours in 6 pairs
 //! ```
 //!
 //! Any other argument prints this usage and exits with code 2 (`--help` included), before
@@ -36,6 +37,12 @@
 //! matrix products ([`step_flops`]); % peak divides it by the f32 FMA peak of the bench's
 //! threads, measured before the runs (`addnorm::kernels::cpu::peak`), the arithmetic behind
 //! issue 25's target of half the peak on d128.
+//!
+//! **Pairs** (`--pairs N`, [`pairs`]): the main table runs PyTorch on every model before
+//! your loop on any, so on a shared host its ratio carries the host's drift between the
+//! two. With `--pairs N` the bench ends with each model's torch / yours over `N` rounds of
+//! two child processes back to back, the first alternating: the median of the rounds'
+//! ratios, their range, and how many rounds addnorm won. Issue 25's targets are read there.
 //!
 //! A step is what `addnorm train` does per batch: forward, masked cross-entropy, backward,
 //! `GradientsParams`, AdamW step. Every variant starts from the same seeded weights and
@@ -71,6 +78,9 @@ use burn::tensor::{Int, Tensor, TensorData};
 type Ad = Autodiff<NdArray<f32>>;
 
 /// The system allocator, counting what it hands out: the bench's global allocator.
+#[path = "train_step/pairs.rs"]
+mod pairs;
+
 mod counting {
     use std::alloc::{GlobalAlloc, Layout, System};
     use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -306,11 +316,12 @@ struct TorchTiming {
 
 /// PyTorch's timings per model (empty when `python3` with torch is not at hand, or with
 /// `--no-torch`).
-fn torch_timings(steps: usize) -> Vec<TorchTiming> {
+fn torch_timings(steps: usize, model: Option<&str>) -> Vec<TorchTiming> {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/benches/torch_train_step.py");
     let threads = rayon::current_num_threads().to_string();
     let Ok(output) = std::process::Command::new("python3")
         .args([script, "--threads", &threads, "--steps", &steps.to_string()])
+        .args(model.map(|name| ["--model", name]).into_iter().flatten())
         .output()
     else {
         return vec![];
@@ -446,7 +457,7 @@ fn main() {
     // The machine's measured f32 FMA peak on the bench's threads, before anything else runs.
     let peak = fma_peak_gflops(rayon::current_num_threads(), 7);
     let torch = if options.torch {
-        torch_timings(options.steps)
+        torch_timings(options.steps, None)
     } else {
         vec![]
     };
@@ -468,11 +479,38 @@ fn main() {
         vec![]
     };
     report(&torch, &user, &tuned, peak);
+    if options.pairs > 0 {
+        report_pairs(&options, &user);
+    }
+}
+
+/// `--pairs N`: each measured model's torch / yours over `N` alternated rounds of child
+/// processes ([`pairs`]).
+fn report_pairs(options: &Options, user: &[Measured]) {
+    println!(
+        "\nTorch / yours in {} alternated pairs of child processes (your loop, {} threads; \
+         the first of each pair alternates; above 1: addnorm is faster)",
+        options.pairs,
+        rayon::current_num_threads()
+    );
+    println!("{}", pairs::header());
+    for m in user {
+        let torch = || {
+            torch_timings(options.steps, Some(m.name))
+                .first()
+                .map(|t| t.median_ms)
+        };
+        let yours = || alone(options, m.name).0.total().as_secs_f64() * 1e3;
+        println!(
+            "{}",
+            pairs::row(m.name, &pairs::measure(options.pairs, torch, yours))
+        );
+    }
 }
 
 /// The bench's usage, printed on an unknown argument.
 const USAGE: &str = "usage: cargo bench --bench train_step -- [--steps N] [--no-torch] \
-[--no-tuned] [--model TEXT] [--fused-only] [--fused-adamw]";
+[--no-tuned] [--model TEXT] [--fused-only] [--fused-adamw] [--pairs N]";
 
 /// The bench's command line, parsed once (see the module docs).
 #[derive(Clone, Debug, PartialEq)]
@@ -491,6 +529,8 @@ struct Options {
     fused_adamw: bool,
     /// `--alone NAME` (the bench's own child processes): one model's user-loop step.
     alone: Option<String>,
+    /// `--pairs N`: torch / yours in `N` alternated pairs per model (0: none).
+    pairs: usize,
 }
 
 impl Options {
@@ -506,6 +546,7 @@ impl Options {
             fused_only: false,
             fused_adamw: false,
             alone: None,
+            pairs: 0,
         };
         let mut args = args.into_iter();
         while let Some(arg) = args.next() {
@@ -518,6 +559,13 @@ impl Options {
                             format!("--steps takes a positive integer, got {v:?}")
                         })?;
                 }
+                "--pairs" => {
+                    let v = value()?;
+                    options.pairs =
+                        v.parse().ok().filter(|&n| n > 0).ok_or_else(|| {
+                            format!("--pairs takes a positive integer, got {v:?}")
+                        })?;
+                }
                 "--model" => options.model = Some(value()?),
                 "--alone" => options.alone = Some(value()?),
                 "--no-torch" => options.torch = false,
@@ -527,6 +575,9 @@ impl Options {
                 "--bench" => {}
                 _ => return Err(format!("unknown argument {arg:?}")),
             }
+        }
+        if options.pairs > 0 && !options.torch {
+            return Err("--pairs compares with PyTorch; it cannot go with --no-torch".into());
         }
         Ok(options)
     }

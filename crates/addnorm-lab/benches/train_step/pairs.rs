@@ -1,0 +1,110 @@
+//! `--pairs N`: the headline ratio torch / yours measured in alternated pairs, so that a
+//! shared host's drift does not fall on one side.
+//!
+//! The main table times every model in PyTorch first and then every model in your loop, a
+//! minute or more apart; on a noisy VM the host's speed moves 2× within minutes, and one
+//! such run put d128 at 0.84× and the next at 1.24× with the same binaries. Here each
+//! model runs `N` rounds of two child processes, PyTorch's (`torch_train_step.py --model
+//! NAME`) and your loop's (`--alone NAME`), back to back, the first of the two alternating
+//! by round. Each round gives one ratio `torch_ms / yours_ms` of two neighbouring
+//! measurements.
+//!
+//! # Formula
+//! For rounds `i = 1..N` with medians `t_i` (torch) and `y_i` (yours), ms a step:
+//!
+//! ```text
+//! ratio_i = t_i / y_i            above 1: addnorm is faster
+//! shown:   median_i t_i, median_i y_i, median_i ratio_i, min_i and max_i ratio_i,
+//!          #{i : ratio_i > 1}
+//! ```
+//!
+//! # Shapes
+//! One row per model; `N` pairs of scalars each.
+
+/// One round's two medians, ms a step.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Pair {
+    /// PyTorch's median step.
+    pub torch_ms: f64,
+    /// Your loop's median step.
+    pub yours_ms: f64,
+}
+
+impl Pair {
+    /// `torch_ms / yours_ms`: above 1, addnorm is faster.
+    pub fn ratio(self) -> f64 {
+        self.torch_ms / self.yours_ms
+    }
+}
+
+/// Which of the two runs first in round `round` (0-based): PyTorch in even rounds, yours
+/// in odd ones.
+pub fn torch_first(round: usize) -> bool {
+    round.is_multiple_of(2)
+}
+
+/// `rounds` pairs for one model: `torch()` and `yours()` each time one child process and
+/// return its median step in ms (`torch` `None` when PyTorch is not at hand, which ends
+/// the rounds).
+pub fn measure(
+    rounds: usize,
+    mut torch: impl FnMut() -> Option<f64>,
+    mut yours: impl FnMut() -> f64,
+) -> Vec<Pair> {
+    let mut pairs = Vec::with_capacity(rounds);
+    for round in 0..rounds {
+        let (torch_ms, yours_ms) = if torch_first(round) {
+            let t = torch();
+            (t, yours())
+        } else {
+            let y = yours();
+            (torch(), y)
+        };
+        let Some(torch_ms) = torch_ms else { break };
+        pairs.push(Pair { torch_ms, yours_ms });
+    }
+    pairs
+}
+
+/// The median of `values` (the mean of the middle two for an even count); NaN if empty.
+pub fn median(values: impl IntoIterator<Item = f64>) -> f64 {
+    let mut v: Vec<f64> = values.into_iter().collect();
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(f64::total_cmp);
+    let mid = v.len() / 2;
+    if v.len() % 2 == 1 {
+        v[mid]
+    } else {
+        (v[mid - 1] + v[mid]) / 2.0
+    }
+}
+
+/// The table's header line.
+pub fn header() -> String {
+    format!(
+        "{:<22} {:>6} {:>11} {:>11} {:>12} {:>15} {:>12}",
+        "model", "pairs", "torch", "your loop", "torch/yours", "min–max", "yours faster"
+    )
+}
+
+/// One model's row of the table; `-` where no pair was measured.
+pub fn row(name: &str, pairs: &[Pair]) -> String {
+    if pairs.is_empty() {
+        return format!("{name:<22} {:>6} (PyTorch is not at hand)", 0);
+    }
+    let ratios: Vec<f64> = pairs.iter().map(|p| p.ratio()).collect();
+    let low = ratios.iter().copied().fold(f64::INFINITY, f64::min);
+    let high = ratios.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let faster = ratios.iter().filter(|&&r| r > 1.0).count();
+    format!(
+        "{name:<22} {:>6} {:>8.2} ms {:>8.2} ms {:>11.2}× {:>15} {:>12}",
+        pairs.len(),
+        median(pairs.iter().map(|p| p.torch_ms)),
+        median(pairs.iter().map(|p| p.yours_ms)),
+        median(ratios.iter().copied()),
+        format!("{low:.2}–{high:.2}×"),
+        format!("{faster} of {}", pairs.len()),
+    )
+}
