@@ -12,6 +12,9 @@
 //! Each call runs 30 times after 5 unmeasured ones; the table prints the median of the
 //! fastest of `ROUNDS` rounds (the hosts are shared and noisy) and GFLOP/s (`2·rows·d_in·d_out`
 //! per call). With `MIN` set, each round keeps its fastest call instead of its median.
+//! With `COLD=N`, the calls cycle through `N` copies of their operands (about 5 MiB a copy
+//! for the feed-forward layers: 16 put them out of a 48 MiB L3), as in a training step,
+//! where each layer's operands were last touched several layers ago.
 //! PERFORMANCE.md §30 quotes it.
 
 use addnorm_kernels::linear::cpu::{LinearDims, backward_input, backward_parameters, forward};
@@ -27,25 +30,51 @@ const CASES: [(&str, usize, usize, usize); 3] = [
     ("feed-forward out 2048 x 512 -> 128", 2048, 512, 128),
 ];
 
+/// `COLD` (1 when unset): how many copies of the operands the calls cycle through.
+///
+/// # Panics
+/// If `COLD` is not a positive number.
+fn cold_copies() -> usize {
+    std::env::var("COLD").map_or(1, |n| n.parse().ok().filter(|&n| n > 0).expect("COLD"))
+}
+
 fn main() {
     let rounds = announced_rounds();
     println!("| layer | forward ms | GFLOP/s | dX ms | GFLOP/s | dW, db ms | GFLOP/s |");
     println!("|---|---|---|---|---|---|---|");
     for (label, rows, d_in, d_out) in CASES {
         let dims = LinearDims { rows, d_in, d_out };
-        let [x, w, b, dy] = [
-            (rows * d_in, 1),
-            (d_in * d_out, 2),
-            (d_out, 3),
-            (rows * d_out, 4),
-        ]
-        .map(|(len, seed)| operand(len, seed));
+        let copies: Vec<[Vec<f32>; 4]> = (0..cold_copies())
+            .map(|copy| {
+                [
+                    (rows * d_in, 1),
+                    (d_in * d_out, 2),
+                    (d_out, 3),
+                    (rows * d_out, 4),
+                ]
+                .map(|(len, seed)| operand(len, seed + 8 * copy))
+            })
+            .collect();
+        let mut next = 0;
+        let mut cycle = || {
+            next = (next + 1) % copies.len();
+            &copies[next]
+        };
         let mut best = [f64::INFINITY; 3];
         for _ in 0..rounds {
             let times = [
-                time(30, || forward(dims, &x, &w, Some(&b))),
-                time(30, || backward_input(dims, &dy, &w)),
-                time(30, || backward_parameters(dims, &x, &dy, true)),
+                time(30, || {
+                    let [x, w, b, _] = cycle();
+                    forward(dims, x, w, Some(b))
+                }),
+                time(30, || {
+                    let [_, w, _, dy] = cycle();
+                    backward_input(dims, dy, w)
+                }),
+                time(30, || {
+                    let [x, _, _, dy] = cycle();
+                    backward_parameters(dims, x, dy, true)
+                }),
             ];
             for (best, t) in best.iter_mut().zip(times) {
                 *best = best.min(t);
