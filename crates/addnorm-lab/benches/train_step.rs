@@ -533,6 +533,15 @@ struct Options {
     pairs: usize,
 }
 
+/// `value` of the option `name` as a positive integer, or the refusal that says so.
+fn positive(name: &str, value: &str) -> Result<usize, String> {
+    value
+        .parse()
+        .ok()
+        .filter(|&n| n > 0)
+        .ok_or_else(|| format!("{name} takes a positive integer, got {value:?}"))
+}
+
 impl Options {
     /// Parses the arguments after the program name; `Err` says what is wrong with the first
     /// argument that is not known, lacks its value or whose value does not parse. `--bench`,
@@ -552,20 +561,8 @@ impl Options {
         while let Some(arg) = args.next() {
             let mut value = || args.next().ok_or_else(|| format!("{arg} takes a value"));
             match arg.as_str() {
-                "--steps" => {
-                    let v = value()?;
-                    options.steps =
-                        v.parse().ok().filter(|&n| n > 0).ok_or_else(|| {
-                            format!("--steps takes a positive integer, got {v:?}")
-                        })?;
-                }
-                "--pairs" => {
-                    let v = value()?;
-                    options.pairs =
-                        v.parse().ok().filter(|&n| n > 0).ok_or_else(|| {
-                            format!("--pairs takes a positive integer, got {v:?}")
-                        })?;
-                }
+                "--steps" => options.steps = positive(&arg, &value()?)?,
+                "--pairs" => options.pairs = positive(&arg, &value()?)?,
                 "--model" => options.model = Some(value()?),
                 "--alone" => options.alone = Some(value()?),
                 "--no-torch" => options.torch = false,
