@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Issue 25 on a many-core machine: thread-count independence, the train_step bench on two
 # pinned cores and on every core, and the d128 step's scaling with the thread count, beside
-# PyTorch on the same cores. It builds nothing: give it the release binary and the bench's
+# PyTorch on the same cores (each bench ends with torch / yours in PAIRS alternated pairs of
+# processes, default 3). It builds nothing: give it the release binary and the bench's
 # binary, built elsewhere (`cargo build --release`; `cargo bench --bench train_step --no-run`),
 # and optionally P, the FMA-peak example (`cargo build --release -p addnorm-kernels --example
-# fma_peak`). Kernels PERFORMANCE.md §28 reports its first run.
+# fma_peak`). Kernels PERFORMANCE.md §28 reports its first run, §33 its second.
 #
 #   A=target/release/addnorm B=target/release/deps/train_step-<hash> \
 #     P=target/release/examples/fma_peak OUT=runs/many-cores \
@@ -19,6 +20,8 @@ set -u
 A=${A:?the addnorm release binary}
 B=${B:?the train_step bench binary}
 OUT=${OUT:-runs/many-cores}
+# Torch / yours in alternated pairs per model after each bench (the bench's `--pairs`).
+PAIRS=${PAIRS:-3}
 work=$(mktemp -d)
 mkdir -p "$OUT"
 summary="$OUT/summary.txt"
@@ -60,7 +63,7 @@ done
 
 # 2. The bench on two pinned physical cores: the issue's setting.
 two=$(cores 2)
-taskset -c "$two" env RAYON_NUM_THREADS=2 "$B" --steps 40 >"$OUT/bench2.txt" 2>&1
+taskset -c "$two" env RAYON_NUM_THREADS=2 "$B" --steps 40 --pairs "$PAIRS" >"$OUT/bench2.txt" 2>&1
 say "bench on cores $two:"
 sed -n '/^model/,$p' "$OUT/bench2.txt" | tee -a "$summary"
 
@@ -79,7 +82,7 @@ say "plots compared: $(ls docs/demo/*.png | wc -l)"
 fi
 
 # 4. The bench on every CPU.
-RAYON_NUM_THREADS=$(nproc) "$B" --steps 40 >"$OUT/bench-all.txt" 2>&1
+RAYON_NUM_THREADS=$(nproc) "$B" --steps 40 --pairs "$PAIRS" >"$OUT/bench-all.txt" 2>&1
 say "bench on $(nproc) threads:"
 sed -n '/^model/,$p' "$OUT/bench-all.txt" | tee -a "$summary"
 
