@@ -77,10 +77,10 @@ use burn::tensor::{Int, Tensor, TensorData};
 
 type Ad = Autodiff<NdArray<f32>>;
 
-/// The system allocator, counting what it hands out: the bench's global allocator.
 #[path = "train_step/pairs.rs"]
 mod pairs;
 
+/// The system allocator, counting what it hands out: the bench's global allocator.
 mod counting {
     use std::alloc::{GlobalAlloc, Layout, System};
     use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
