@@ -18,17 +18,20 @@ use crate::norm::spec::{Centering, EpsilonPlacement, RowNormSpec};
 use crate::cpu::parallel;
 use crate::cpu::real::{Real, sum_map};
 
-/// How many elements one parallel task of a backward call should at least touch: 1 MiB of
-/// f32, roughly 0.1 ms of kernel time. It is part of the partition that orders the dγ/dβ
-/// sums, so lowering it would change their bits for every shape it newly splits; the
-/// forward, which has no such sums, takes [`FORWARD_MIN_TASK_ELEMENTS`].
+/// How many elements one parallel task of a backward call should at least touch: 256 KiB
+/// of f32. It is part of the partition that orders the dγ/dβ sums, so changing it changes
+/// their bits for every shape it newly splits; the forward, which has no such sums, takes
+/// [`FORWARD_MIN_TASK_ELEMENTS`]. A call with fewer elements than this runs on the calling
+/// thread.
 ///
-/// Handing work from the calling thread to rayon's pool and back costs a thread wake-up on
-/// each side. On the 2-core development VM that came to about 0.1 ms per call, more than a
-/// whole 8×32×768 forward: with 16 Ki elements per task (the first choice) its LayerNorm
-/// step took 0.59–0.61 ms, on the calling thread alone 0.47–0.50 ms. A call with fewer
-/// elements than this runs on the calling thread, without rayon (see the drivers).
-const MIN_TASK_ELEMENTS: usize = 256 * 1024;
+/// Until PERFORMANCE.md §35 it was 1 MiB of f32, chosen when a hand-off to rayon's pool
+/// cost a thread wake-up on each side (about 0.1 ms a call on the 2-core development VM).
+/// Since the caller takes part in its parallel calls and helpers linger between them
+/// (`crate::cpu::parallel`, §30), a split costs microseconds, and at 1 MiB the d128
+/// model's `[2048, 128]` backward ran as one task on one thread: 0.26–0.36 ms on the
+/// 2-core Ice Lake Xeon against torch's 0.19–0.24, now 0.18–0.20 in four tasks. The small
+/// and demo models' `[544, 64]` and `[544, 32]` stay one task, with their bits.
+const MIN_TASK_ELEMENTS: usize = 64 * 1024;
 
 /// How many elements a task of a forward call should at least touch (128 KiB of f32).
 /// A forward computes each row alone, so its partition may follow the thread count; since
@@ -159,6 +162,20 @@ pub fn rows_per_task(rows: usize, n: usize) -> usize {
 mod tests {
     use super::*;
     use crate::cpu::test_values::{inputs, on_threads};
+
+    /// The backward's partition, which orders the dγ/dβ sums, comes from the sizes alone:
+    /// four tasks for the d128 model's `[2048, 128]`, one for the small and demo models'
+    /// rows, sixteen for a large call, on any thread count.
+    #[test]
+    fn backward_tasks_come_from_the_sizes_alone() {
+        for threads in [1, 2, 16] {
+            let per_task = |rows, n| on_threads(threads, || rows_per_task(rows, n));
+            assert_eq!(per_task(2048, 128), 512);
+            assert_eq!(per_task(544, 64), 544);
+            assert_eq!(per_task(544, 32), 544);
+            assert_eq!(per_task(40_000, 64), 2500);
+        }
+    }
 
     /// A forward's tasks follow the threads, at least [`FORWARD_MIN_TASK_ELEMENTS`] each,
     /// and its bits do not: the d128 model's `[2048, 128]` LayerNorm splits over 2 and 16
