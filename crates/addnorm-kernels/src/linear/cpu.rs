@@ -23,6 +23,7 @@
 //! - `x`, `dx`: `[rows, d_in]`; `w`, `dw`: `[d_in, d_out]`; `b`, `db`: `[d_out]`;
 //!   `y`, `dy` and the residual `r`: `[rows, d_out]` (all row-major)
 
+use crate::cpu::dispatch::vectorized;
 use crate::cpu::gemm::{Gemm, Strided};
 use crate::cpu::memory::{overwritten_output, written_output, zeroed_output};
 use crate::cpu::parallel::{self, ChunksMut};
@@ -333,12 +334,21 @@ pub fn backward_parameters<E: Gemm>(
     (dw, db)
 }
 
-/// `Σ_rows m[row, ·]` of a row-major `[rows, width]` slice.
+/// `Σ_rows m[row, ·]` of a row-major `[rows, width]` slice: each column summed over the
+/// rows in order (the bits of adding the rows one by one), in one vectorized loop over all
+/// rows rather than a dispatched call per row.
 fn column_sums<E: Gemm>(m: &[E], width: usize) -> Vec<E> {
     let mut sums = vec![E::ZERO; width];
-    for row in m.chunks_exact(width) {
-        add_into(&mut sums, row);
-    }
+    vectorized(
+        #[inline(always)]
+        || {
+            for row in m.chunks_exact(width) {
+                for (sum, &v) in sums.iter_mut().zip(row) {
+                    *sum += v;
+                }
+            }
+        },
+    );
     sums
 }
 
