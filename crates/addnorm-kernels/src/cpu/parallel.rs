@@ -207,13 +207,23 @@ impl Drop for Close<'_> {
 /// has a ragged tail in the middle of a call.
 pub const CHUNK_ALIGN: usize = 64;
 
+/// The most tasks per thread an element-wise call is cut into. With one task a thread, a
+/// caller whose helper came late (woken from sleep, or busy elsewhere on a loaded host)
+/// finished its own half and then waited for the helper's; with several, it takes the
+/// tasks the helper has not reached (PERFORMANCE.md §35).
+pub const ELEMENTWISE_TASKS_PER_THREAD: usize = 4;
+
 /// The chunk length that splits an element-wise call over `len` elements across rayon's
-/// threads, with at least `min_task` elements a task: the whole call (at least 1) when
-/// one task on the calling thread is best (a small call, or one thread). For kernels that
+/// threads, with at least `min_task` elements a task and at most
+/// [`ELEMENTWISE_TASKS_PER_THREAD`] tasks a thread: the whole call (at least 1) when one
+/// task on the calling thread is best (a small call, or one thread). For kernels that
 /// compute each element alone, so that how a call is cut never changes a bit.
 pub fn elementwise_chunk(len: usize, min_task: usize) -> usize {
     let threads = rayon::current_num_threads();
-    let tasks = (len / min_task.max(1)).min(threads);
+    if threads == 1 {
+        return len.max(1);
+    }
+    let tasks = (len / min_task.max(1)).min(threads * ELEMENTWISE_TASKS_PER_THREAD);
     if tasks > 1 {
         len.div_ceil(tasks).next_multiple_of(CHUNK_ALIGN)
     } else {
@@ -398,11 +408,15 @@ mod tests {
         let min = 1 << 15;
         assert_eq!(elementwise_chunk(1000, min), 1000);
         assert_eq!(elementwise_chunk(0, min), 1);
-        if rayon::current_num_threads() > 1 {
-            let chunk = elementwise_chunk(10 * min + 3, min);
-            assert!(chunk < 10 * min, "split");
+        let threads = rayon::current_num_threads();
+        if threads > 1 {
+            let len = 10 * min + 3;
+            let chunk = elementwise_chunk(len, min);
+            let tasks = len.div_ceil(chunk);
+            assert!(chunk >= min, "at least min_task a task");
             assert_eq!(chunk % CHUNK_ALIGN, 0);
-            assert!(chunk * rayon::current_num_threads() >= 10 * min + 3);
+            assert!(tasks > 1 && tasks <= threads * ELEMENTWISE_TASKS_PER_THREAD);
+            assert_eq!(tasks, 10.min(threads * ELEMENTWISE_TASKS_PER_THREAD));
         }
     }
 

@@ -136,10 +136,11 @@ impl<E: Real> RowPlan<E> {
 }
 
 /// How many rows each parallel task of a forward call takes, for `rows` rows of `n`
-/// features: one task a thread, each at least 32 Ki elements ([`parallel::elementwise_chunk`]
-/// over rows), or `rows` (one task, on the calling thread) for a small call or one thread. Only for kernels that
-/// compute each row alone, whose bits no partition changes; a backward, which sums dγ and
-/// dβ over the rows, takes [`rows_per_task`].
+/// features: up to four tasks a thread, each at least 32 Ki elements
+/// ([`parallel::elementwise_chunk`] over rows), or `rows` (one task, on the calling
+/// thread) for a small call or one thread. Only for kernels that compute each row alone,
+/// whose bits no partition changes; a backward, which sums dγ and dβ over the rows, takes
+/// [`rows_per_task`].
 pub fn forward_rows_per_task(rows: usize, n: usize) -> usize {
     // Rows as the elements of `elementwise_chunk`, which splits over the threads: tasks of
     // at least 32 Ki elements' worth of rows, their row counts a multiple of 64.
@@ -178,14 +179,17 @@ mod tests {
     }
 
     /// A forward's tasks follow the threads, at least [`FORWARD_MIN_TASK_ELEMENTS`] each,
-    /// and its bits do not: the d128 model's `[2048, 128]` LayerNorm splits over 2 and 16
-    /// threads with the bits of one, while the demo model's `[544, 32]` stays one task.
+    /// and its bits do not: the d128 model's `[2048, 128]` LayerNorm splits into eight
+    /// tasks over 2, 3 and 16 threads (four a thread at most) with the bits of one, while
+    /// the demo model's `[544, 32]` stays one task.
     #[test]
     fn forward_tasks_follow_the_threads_with_the_bits_of_one() {
         let per_task = |threads, rows, n| on_threads(threads, || forward_rows_per_task(rows, n));
         assert_eq!(per_task(1, 2048, 128), 2048);
-        assert_eq!(per_task(2, 2048, 128), 1024);
+        assert_eq!(per_task(2, 2048, 128), 256);
+        assert_eq!(per_task(3, 2048, 128), 256);
         assert_eq!(per_task(16, 2048, 128), 256);
+        assert_eq!(per_task(2, 1024, 64), 512);
         assert_eq!(per_task(16, 544, 32), 544);
         let (rows, n) = (2048, 128);
         let x: Vec<f32> = inputs(rows * n, 1e-2, -5.0);
