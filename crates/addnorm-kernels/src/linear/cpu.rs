@@ -81,16 +81,16 @@ impl LinearDims {
     /// The row blocks `(r0, r1)` of a call whose rows are independent (y = x·w + b and
     /// dx), aligned to [`ROW_ALIGN`]: one block when the call is small or rayon has one
     /// thread; else one a thread, or up to [`ROW_TASKS_PER_THREAD`] a thread while each
-    /// keeps [`ROW_TASK_FLOPS`]. Each output row is computed whole in one block, so the
-    /// partition does not change the result.
+    /// keeps [`ROW_TASK_FLOPS`], the blocks of that size first and smaller ones
+    /// ([`guided`]) for the last quarter of the rows. Each output row is computed whole in
+    /// one block, so the partition does not change the result.
     fn row_blocks(&self) -> Vec<(usize, usize)> {
         let threads = rayon::current_num_threads();
-        let tasks = if self.flops() < SERIAL_BELOW_FLOPS || threads == 1 {
-            1
-        } else {
-            (self.flops() / ROW_TASK_FLOPS).clamp(threads, threads * ROW_TASKS_PER_THREAD)
-        };
-        self.split(tasks)
+        if self.flops() < SERIAL_BELOW_FLOPS || threads == 1 {
+            return self.split(1);
+        }
+        let tasks = (self.flops() / ROW_TASK_FLOPS).clamp(threads, threads * ROW_TASKS_PER_THREAD);
+        guided(self.rows, self.rows.div_ceil(tasks), threads)
     }
 
     /// The row blocks dW and db are summed over: one block when the call is small, else
@@ -112,6 +112,34 @@ impl LinearDims {
             .map(|r0| (r0, (r0 + per_task).min(self.rows)))
             .collect()
     }
+}
+
+/// `rows` in blocks of `full` rows (aligned to [`ROW_ALIGN`]) until a quarter of them is
+/// left, then of `remaining / (2·threads)` rows, down to a quarter of `full`: the tasks
+/// are claimed in order, so the last ones, which a thread may finish while the others
+/// wait, are the small ones. With equal blocks the calling thread of the d128 model's
+/// step waited for the last block of its linear forward and dX calls for 3% of its
+/// samples (PERFORMANCE.md §35).
+fn guided(rows: usize, full: usize, threads: usize) -> Vec<(usize, usize)> {
+    let full = full.next_multiple_of(ROW_ALIGN).max(ROW_ALIGN);
+    let smallest = (full / 4).next_multiple_of(ROW_ALIGN);
+    let mut blocks = Vec::new();
+    let mut r0 = 0;
+    while r0 < rows {
+        let remaining = rows - r0;
+        let size = if 4 * remaining > rows {
+            full
+        } else {
+            remaining
+                .div_ceil(2 * threads)
+                .next_multiple_of(ROW_ALIGN)
+                .clamp(smallest, full)
+        };
+        let r1 = (r0 + size).min(rows);
+        blocks.push((r0, r1));
+        r0 = r1;
+    }
+    blocks
 }
 
 /// A mutable row-major buffer the tasks of one call write in disjoint row blocks.
@@ -439,6 +467,26 @@ mod tests {
         }
     }
 
+    /// The d128 model's forward and dX calls (2048 rows, blocks of 256 on two threads)
+    /// end in smaller blocks; a call whose blocks are a quarter of its rows or more (the
+    /// small models' 544 rows in two) keeps equal ones.
+    #[test]
+    fn guided_blocks_end_small() {
+        let sizes = |rows, full, threads| -> Vec<usize> {
+            guided(rows, full, threads)
+                .iter()
+                .map(|(r0, r1)| r1 - r0)
+                .collect()
+        };
+        assert_eq!(
+            sizes(2048, 256, 2),
+            [256, 256, 256, 256, 256, 256, 128, 96, 72, 64, 64, 64, 24]
+        );
+        assert_eq!(sizes(2048, 256, 16)[6..], [64; 8]);
+        assert_eq!(sizes(544, 272, 2), [272, 272]);
+        assert_eq!(sizes(1001, 501, 2), [504, 497]);
+    }
+
     #[test]
     fn large_calls_are_split_into_aligned_row_blocks() {
         let dims = LinearDims {
@@ -455,10 +503,9 @@ mod tests {
                 .all(|w| w[0].1 == w[1].0 && w[0].1 % ROW_ALIGN == 0)
         );
         let threads = rayon::current_num_threads();
-        assert!(
-            blocks.len() <= threads && (threads == 1 || blocks.len() > 1),
-            "{blocks:?}"
-        );
+        assert!(threads == 1 || blocks.len() > 1, "{blocks:?}");
+        let first = blocks[0].1 - blocks[0].0;
+        assert!(blocks.iter().all(|(r0, r1)| r1 - r0 <= first), "{blocks:?}");
         let small = LinearDims {
             rows: 17,
             d_in: 8,
