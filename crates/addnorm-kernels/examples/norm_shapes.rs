@@ -1,7 +1,7 @@
 //! The fused CPU LayerNorm kernels of the training steps in `train_step`, timed alone on
-//! rayon's global pool (set `RAYON_NUM_THREADS`), into buffers that live across calls: the forward
-//! ([`forward`]: `y` and the saved statistics) and the backward ([`backward`]: dx, dγ and dβ from x, dy and the
-//! statistics). `norm_shapes_torch.py` times
+//! rayon's global pool (set `RAYON_NUM_THREADS`), into buffers that live across calls: the
+//! forward ([`forward`]: `y` and the saved statistics) and the backward ([`backward`]: dx,
+//! dγ and dβ from x, dy and the statistics). `norm_shapes_torch.py` times
 //! `native_layer_norm` and `native_layer_norm_backward` on the same shapes.
 //!
 //! ```text
@@ -42,8 +42,12 @@ fn main() {
         let mut best = [f64::INFINITY; 2];
         for _ in 0..rounds {
             let times = [
-                time(30, || forward(&plan, &x, &gamma, &beta, &mut y, &mut shift, &mut rstd)),
-                time(30, || backward(&plan, &x, &dy, &gamma, &shift, &rstd, &mut dx)),
+                time(30, || {
+                    forward(&plan, &x, &gamma, &beta, &mut y, &mut shift, &mut rstd)
+                }),
+                time(30, || {
+                    backward(&plan, &x, &dy, &gamma, &shift, &rstd, &mut dx)
+                }),
             ];
             for (best, t) in best.iter_mut().zip(times) {
                 *best = best.min(t);

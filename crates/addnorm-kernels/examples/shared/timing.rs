@@ -1,7 +1,7 @@
 //! What the kernel examples that time calls alone share (`attention_shapes`,
-//! `linear_shapes`): their `ROUNDS` option and header line, deterministic operands, and a
-//! call's median time, or its fastest with `MIN` set, over a number of calls after 5
-//! unmeasured ones.
+//! `linear_shapes`, `norm_shapes`): their `ROUNDS` option and header line, deterministic
+//! operands, and a call's median time, or its fastest with `MIN` set, over a number of
+//! calls after 5 unmeasured ones.
 
 use std::hint::black_box;
 use std::time::Instant;
