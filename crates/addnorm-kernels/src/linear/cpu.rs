@@ -54,6 +54,12 @@ const ROW_TASKS_PER_THREAD: usize = 4;
 /// and demo models' steps 1.03–1.12× slower.
 const ROW_TASK_FLOPS: usize = 1 << 22;
 
+/// The fewest rows of a guided block ([`guided`]) shorter than the call's full ones: four
+/// of the direct kernel's 12-row tiles, since every block reads all of the weight for its
+/// rows. It matters on many threads, where a quarter of a full block (64 rows for the
+/// d128 feed-forward layers on 16 threads) would leave 16.
+const GUIDED_MIN_ROWS: usize = 48;
+
 /// The fewest elements of dW a task sums its block partials over (64 KiB of f32).
 const PARTIAL_SUM_TASK: usize = 1 << 14;
 
@@ -115,14 +121,17 @@ impl LinearDims {
 }
 
 /// `rows` in blocks of `full` rows (aligned to [`ROW_ALIGN`]) until a quarter of them is
-/// left, then of `remaining / (2·threads)` rows, down to a quarter of `full`: the tasks
-/// are claimed in order, so the last ones, which a thread may finish while the others
-/// wait, are the small ones. With equal blocks the calling thread of the d128 model's
-/// step waited for the last block of its linear forward and dX calls for 3% of its
-/// samples (PERFORMANCE.md §35).
+/// left, then of `remaining / (2·threads)` rows, down to a quarter of `full` or
+/// [`GUIDED_MIN_ROWS`], whichever is more: the tasks are claimed in order, so the last
+/// ones, which a thread may finish while the others wait, are the small ones. With equal
+/// blocks the calling thread of the d128 model's step waited for the last block of its
+/// linear forward and dX calls for 3% of its samples (PERFORMANCE.md §35).
 fn guided(rows: usize, full: usize, threads: usize) -> Vec<(usize, usize)> {
     let full = full.next_multiple_of(ROW_ALIGN).max(ROW_ALIGN);
-    let smallest = (full / 4).next_multiple_of(ROW_ALIGN);
+    let smallest = (full / 4)
+        .next_multiple_of(ROW_ALIGN)
+        .max(GUIDED_MIN_ROWS)
+        .min(full);
     let mut blocks = Vec::new();
     let mut r0 = 0;
     while r0 < rows {
@@ -483,6 +492,12 @@ mod tests {
             [256, 256, 256, 256, 256, 256, 128, 96, 72, 64, 64, 64, 24]
         );
         assert_eq!(sizes(2048, 256, 16)[6..], [64; 8]);
+        // 16 threads, feed-forward layers (blocks of 64): the tail keeps 48 rows a block.
+        assert_eq!(
+            sizes(2048, 64, 16)[24..],
+            [48, 48, 48, 48, 48, 48, 48, 48, 48, 48, 32]
+        );
+        assert!(sizes(100, 8, 16).iter().all(|&rows| rows == 8 || rows == 4));
         assert_eq!(sizes(544, 272, 2), [272, 272]);
         assert_eq!(sizes(1001, 501, 2), [504, 497]);
     }
