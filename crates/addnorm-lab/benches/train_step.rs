@@ -12,6 +12,8 @@
 //! cargo bench --bench train_step -- --model T128 --fused-only --no-torch   # to profile
 //! cargo bench --bench train_step -- --fused-adamw  # FusedAdamW in your loop too
 //! cargo bench --bench train_step -- --model d128 --pairs 6   # torch / yours in 6 pairs
+//! cargo bench --bench train_step -- --model d128 --fused-only --no-torch --no-tuned \
+//!     --pairs 10 --against /tmp/train_step-old   # this build against another, 10 pairs
 //! ```
 //!
 //! Any other argument prints this usage and exits with code 2 (`--help` included), before
@@ -43,6 +45,9 @@
 //! two. With `--pairs N` the bench ends with each model's torch / yours over `N` rounds of
 //! two child processes back to back, the first alternating: the median of the rounds'
 //! ratios, their range, and how many rounds addnorm won. Issue 25's targets are read there.
+//! With `--against PATH` (another build of this bench, copied out of `target/` before
+//! rebuilding), the pairs run that build's `--alone NAME` instead of PyTorch: the median
+//! of old / new, what a change bought on a host too noisy for single runs.
 //!
 //! A step is what `addnorm train` does per batch: forward, masked cross-entropy, backward,
 //! `GradientsParams`, AdamW step. Every variant starts from the same seeded weights and
@@ -462,12 +467,13 @@ fn main() {
         vec![]
     };
     let mut user = run(&options, options.user_loop());
+    let this = std::env::current_exe().expect("the bench's path");
     // The headline column: each model's fused step alone in a fresh process, as a user's
     // program runs it, not after the other models and variants have shaped this process's
     // heap (glibc's mmap threshold rises as large buffers are freed, so later runs get
     // already-mapped memory). The in-process times stay for the ratios' baselines.
     for measured in &mut user {
-        (measured.fused, measured.allocations) = alone(&options, measured.name);
+        (measured.fused, measured.allocations) = alone(&this, &options, measured.name);
     }
     let tuned = if options.tuned {
         keep_freed_memory();
@@ -484,33 +490,39 @@ fn main() {
     }
 }
 
-/// `--pairs N`: each measured model's torch / yours over `N` alternated rounds of child
-/// processes ([`pairs`]).
+/// `--pairs N`: each measured model's torch / yours, or with `--against PATH` the other
+/// build's / yours, over `N` alternated rounds of child processes ([`pairs`]).
 fn report_pairs(options: &Options, user: &[Measured]) {
+    let theirs_label = if options.against.is_some() {
+        "other"
+    } else {
+        "torch"
+    };
     println!(
-        "\nTorch / yours in {} alternated pairs of child processes (your loop, {} threads; \
-         the first of each pair alternates; above 1: addnorm is faster)",
+        "\n{theirs_label} / yours in {} alternated pairs of child processes (your loop, {} \
+         threads; the first of each pair alternates; above 1: this build is faster)",
         options.pairs,
         rayon::current_num_threads()
     );
-    println!("{}", pairs::header());
+    println!("{}", pairs::header(theirs_label));
+    let this = std::env::current_exe().expect("the bench's path");
+    let ms = |phases: Phases| phases.total().as_secs_f64() * 1e3;
     for m in user {
-        let torch = || {
-            torch_timings(options.steps, Some(m.name))
+        let theirs = || match &options.against {
+            Some(other) => Some(ms(alone(other, options, m.name).0)),
+            None => torch_timings(options.steps, Some(m.name))
                 .first()
-                .map(|t| t.median_ms)
+                .map(|t| t.median_ms),
         };
-        let yours = || alone(options, m.name).0.total().as_secs_f64() * 1e3;
-        println!(
-            "{}",
-            pairs::row(m.name, &pairs::measure(options.pairs, torch, yours))
-        );
+        let yours = || ms(alone(&this, options, m.name).0);
+        let measured = pairs::measure(options.pairs, theirs, yours);
+        println!("{}", pairs::row(m.name, theirs_label, &measured));
     }
 }
 
 /// The bench's usage, printed on an unknown argument.
 const USAGE: &str = "usage: cargo bench --bench train_step -- [--steps N] [--no-torch] \
-[--no-tuned] [--model TEXT] [--fused-only] [--fused-adamw] [--pairs N]";
+[--no-tuned] [--model TEXT] [--fused-only] [--fused-adamw] [--pairs N] [--against PATH]";
 
 /// The bench's command line, parsed once (see the module docs).
 #[derive(Clone, Debug, PartialEq)]
@@ -531,6 +543,21 @@ struct Options {
     alone: Option<String>,
     /// `--pairs N`: torch / yours in `N` alternated pairs per model (0: none).
     pairs: usize,
+    /// `--against PATH`: the pairs run this other build of the bench instead of PyTorch.
+    against: Option<std::path::PathBuf>,
+}
+
+/// `path` when it names a file, which `--against` runs as another build of this bench, or
+/// the refusal that says it does not.
+fn executable(path: &str) -> Result<std::path::PathBuf, String> {
+    let path = std::path::PathBuf::from(path);
+    if path.is_file() {
+        Ok(path)
+    } else {
+        Err(format!(
+            "--against takes a build of this bench, and {path:?} is no file"
+        ))
+    }
 }
 
 /// `value` of the option `name` as a positive integer, or the refusal that says so.
@@ -556,6 +583,7 @@ impl Options {
             fused_adamw: false,
             alone: None,
             pairs: 0,
+            against: None,
         };
         let mut args = args.into_iter();
         while let Some(arg) = args.next() {
@@ -563,6 +591,7 @@ impl Options {
             match arg.as_str() {
                 "--steps" => options.steps = positive(&arg, &value()?)?,
                 "--pairs" => options.pairs = positive(&arg, &value()?)?,
+                "--against" => options.against = Some(executable(&value()?)?),
                 "--model" => options.model = Some(value()?),
                 "--alone" => options.alone = Some(value()?),
                 "--no-torch" => options.torch = false,
@@ -573,7 +602,10 @@ impl Options {
                 _ => return Err(format!("unknown argument {arg:?}")),
             }
         }
-        if options.pairs > 0 && !options.torch {
+        if options.against.is_some() && options.pairs == 0 {
+            return Err("--against names what the pairs compare with; it needs --pairs N".into());
+        }
+        if options.pairs > 0 && !options.torch && options.against.is_none() {
             return Err("--pairs compares with PyTorch; it cannot go with --no-torch".into());
         }
         Ok(options)
@@ -587,14 +619,15 @@ impl Options {
     }
 }
 
-/// The fused user-loop step of the model named `name`, timed in a child process of this
-/// bench (`--alone NAME`) in which nothing else runs.
+/// The fused user-loop step of the model named `name`, timed in a child process of the
+/// bench build `bench` (this one, or `--against`'s) with `--alone NAME`, in which nothing
+/// else runs.
 ///
 /// # Panics
 /// If the child fails or prints no phases.
-fn alone(options: &Options, name: &str) -> (Phases, [[u64; 2]; 3]) {
+fn alone(bench: &std::path::Path, options: &Options, name: &str) -> (Phases, [[u64; 2]; 3]) {
     let steps = options.steps.to_string();
-    let out = std::process::Command::new(std::env::current_exe().expect("the bench's path"))
+    let out = std::process::Command::new(bench)
         .args(["--alone", name, "--steps", &steps])
         .args(options.fused_adamw.then_some("--fused-adamw"))
         .output()
