@@ -21,7 +21,7 @@ use addnorm_kernels::attention::spec::{AttentionSpec, HeadLayout};
 
 #[path = "shared/timing.rs"]
 mod timing;
-use timing::{announced_rounds, operand, time};
+use timing::{announced_rounds, best_of, operand, time};
 
 /// `(label, batch, T, heads, d_head)`: the lab's models' attention.
 const CASES: [(&str, usize, usize, usize, usize); 3] = [
@@ -83,11 +83,7 @@ fn main() {
             d_head,
         };
         let calls = if seq > 64 { 20 } else { 400 };
-        let [mut fwd, mut bwd] = [f64::INFINITY; 2];
-        for _ in 0..rounds {
-            let [f, b] = measure(layout, calls);
-            (fwd, bwd) = (fwd.min(f), bwd.min(b));
-        }
+        let [fwd, bwd] = best_of(rounds, || measure(layout, calls));
         let flops = product_flops(layout);
         println!(
             "| {label} | {:.3} | {:.1} | {:.3} | {:.1} |",

@@ -21,7 +21,7 @@ use addnorm_kernels::linear::cpu::{LinearDims, backward_input, backward_paramete
 
 #[path = "shared/timing.rs"]
 mod timing;
-use timing::{announced_rounds, operand, time};
+use timing::{announced_rounds, best_of, operand, time};
 
 /// `(label, rows, d_in, d_out)`: the d128/T128 model's layers (batch 16 × T 128 rows).
 const CASES: [(&str, usize, usize, usize); 3] = [
@@ -60,9 +60,8 @@ fn main() {
             next = (next + 1) % copies.len();
             &copies[next]
         };
-        let mut best = [f64::INFINITY; 3];
-        for _ in 0..rounds {
-            let times = [
+        let best = best_of(rounds, || {
+            [
                 time(30, || {
                     let [x, w, b, _] = cycle();
                     forward(dims, x, w, Some(b))
@@ -75,11 +74,8 @@ fn main() {
                     let [x, _, _, dy] = cycle();
                     backward_parameters(dims, x, dy, true)
                 }),
-            ];
-            for (best, t) in best.iter_mut().zip(times) {
-                *best = best.min(t);
-            }
-        }
+            ]
+        });
         let flops = 2.0 * (rows * d_in * d_out) as f64;
         let cells: Vec<String> = best
             .iter()

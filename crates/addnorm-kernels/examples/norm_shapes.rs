@@ -18,7 +18,7 @@ use addnorm_kernels::norm::cpu::{backward::backward, forward::forward, plan::Row
 
 #[path = "shared/timing.rs"]
 mod timing;
-use timing::{announced_rounds, operand, time};
+use timing::{announced_rounds, best_of, operand, time};
 
 /// `(label, rows, n)`: the LayerNorm inputs of `train_step`'s models (batch × T rows).
 const CASES: [(&str, usize, usize); 3] = [
@@ -39,20 +39,16 @@ fn main() {
         let beta = operand(n, 4);
         let (mut shift, mut rstd) = (vec![0.0; rows], vec![0.0; rows]);
         let (mut y, mut dx) = (vec![0.0; rows * n], vec![0.0; rows * n]);
-        let mut best = [f64::INFINITY; 2];
-        for _ in 0..rounds {
-            let times = [
+        let best = best_of(rounds, || {
+            [
                 time(30, || {
                     forward(&plan, &x, &gamma, &beta, &mut y, &mut shift, &mut rstd)
                 }),
                 time(30, || {
                     backward(&plan, &x, &dy, &gamma, &shift, &rstd, &mut dx)
                 }),
-            ];
-            for (best, t) in best.iter_mut().zip(times) {
-                *best = best.min(t);
-            }
-        }
+            ]
+        });
         let elements = (rows * n) as f64;
         let cells: Vec<String> = best
             .iter()

@@ -1,7 +1,7 @@
 //! What the kernel examples that time calls alone share (`attention_shapes`,
 //! `linear_shapes`, `norm_shapes`): their `ROUNDS` option and header line, deterministic
-//! operands, and a call's median time, or its fastest with `MIN` set, over a number of
-//! calls after 5 unmeasured ones.
+//! operands, a call's median time, or its fastest with `MIN` set, over a number of calls
+//! after 5 unmeasured ones, and each call's best over the rounds.
 
 use std::hint::black_box;
 use std::time::Instant;
@@ -61,4 +61,16 @@ pub fn time<R>(calls: usize, mut f: impl FnMut() -> R) -> f64 {
     } else {
         median(times)
     }
+}
+
+/// Each of a round's `N` times at its best over `rounds` rounds of `round()`, which times
+/// every call once (with [`time`]): the hosts are shared, and noise only adds time.
+pub fn best_of<const N: usize>(rounds: usize, mut round: impl FnMut() -> [f64; N]) -> [f64; N] {
+    let mut best = [f64::INFINITY; N];
+    for _ in 0..rounds {
+        for (best, t) in best.iter_mut().zip(round()) {
+            *best = best.min(t);
+        }
+    }
+    best
 }
