@@ -146,6 +146,11 @@ unsafe fn multiply(
         b: b.ptr,
         b_row: b.row,
         b_panel: b.panel,
+        b_ahead: if k * n > PREFETCH_B_ABOVE {
+            PREFETCH_ROWS * b.row
+        } else {
+            0
+        },
         c: c.ptr,
         c_row: c.row_stride,
         c_in: c_in.ptr,
@@ -157,6 +162,18 @@ unsafe fn multiply(
         Kernel::Avx2Fma => unsafe { avx2::gemm(operands, [m, k, n], alpha, beta) },
     }
 }
+
+/// How many rows of B ahead of the one it multiplies a tile's loop prefetches (into L1),
+/// for a B over [`PREFETCH_B_ABOVE`] elements. Such a B does not stay in L1 between row
+/// tiles, so every tile reads its rows from L2 or further, and the hardware's prefetchers
+/// did not hide that: 8 rows ahead made the d128 model's products 3–9% faster on the Ice
+/// Lake Xeon, and 4 or 16 rows no faster than 8 (PERFORMANCE.md §36).
+const PREFETCH_ROWS: isize = 8;
+
+/// The largest B (elements) whose rows the loops do not prefetch: 32 KiB of f32, which
+/// stays in a 48 KiB L1 beside a tile's A. Attention's per-head products and the small
+/// models' projections are below it.
+const PREFETCH_B_ABOVE: usize = 1 << 13;
 
 /// Where the loops read B: element `(r, c)` at `ptr + (c / w)·panel + r·row + c mod w`,
 /// `w = 2·LANES` (one panel's columns).
@@ -505,6 +522,9 @@ struct Operands {
     b: *const f32,
     b_row: isize,
     b_panel: isize,
+    /// How far ahead of the row it reads a tile's loop prefetches B: [`PREFETCH_ROWS`]
+    /// rows (`PREFETCH_ROWS · b_row` elements), or 0 for none.
+    b_ahead: isize,
     c: *mut f32,
     c_row: isize,
     c_in: *const f32,

@@ -208,6 +208,17 @@ unsafe fn copied_row_tile<I: Isa, const MR: usize>(
     }
 }
 
+/// Asks for the line at `at` in L1 (`prefetcht0`), for a later load. A prefetch never
+/// faults, so `at` may lie past B's end (the last rows' look-ahead).
+#[inline(always)]
+fn prefetch(at: *const f32) {
+    // SAFETY: a prefetch reads nothing the program sees and never faults; SSE is part of
+    // x86_64.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(at.cast::<i8>())
+    }
+}
+
 /// Where a micro-tile lies in C: rows `i0..`, columns `j0..j0 + cols`.
 #[derive(Clone, Copy)]
 struct Tile {
@@ -282,6 +293,11 @@ unsafe fn tile_of<I: Isa, const R: usize, const V: usize, const WHOLE: bool, con
         let panel = (j0 / (2 * I::LANES)) as isize * ops.b_panel;
         let mut b_k = ops.b.offset(step.k0 as isize * ops.b_row + panel);
         for _ in 0..step.chain {
+            if ops.b_ahead != 0 {
+                for v in 0..V {
+                    prefetch(b_k.wrapping_offset(ops.b_ahead).wrapping_add(v * I::LANES));
+                }
+            }
             let bv: [I::V; V] = std::array::from_fn(|v| I::load(masks[v], b_k.add(v * I::LANES)));
             for (r, acc) in acc.iter_mut().enumerate() {
                 let av = I::splat(*a_k.offset(r as isize * a_row));
