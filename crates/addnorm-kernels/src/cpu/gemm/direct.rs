@@ -173,11 +173,13 @@ unsafe fn multiply(
 /// tiles, so every tile reads its rows from L2 or further, and the hardware's prefetchers
 /// did not hide that: 8 rows ahead made the d128 model's products 3–9% faster on the Ice
 /// Lake Xeon, and 4 or 16 rows no faster than 8 (PERFORMANCE.md §36).
+#[cfg(target_arch = "x86_64")]
 const PREFETCH_ROWS: isize = 8;
 
 /// The largest B (elements) whose rows the loops do not prefetch: 32 KiB of f32, which
 /// stays in a 48 KiB L1 beside a tile's A. Attention's per-head products and the small
 /// models' projections are below it.
+#[cfg(target_arch = "x86_64")]
 const PREFETCH_B_ABOVE: usize = 1 << 13;
 
 /// Where the loops read B: element `(r, c)` at `ptr + (c / w)·panel + r·row + c mod w`,
