@@ -486,13 +486,14 @@ fn main() {
     };
     report(&torch, &user, &tuned, peak);
     if options.pairs > 0 {
-        report_pairs(&options, &user);
+        report_pairs(&options, &user, &this);
     }
 }
 
 /// `--pairs N`: each measured model's torch / yours, or with `--against PATH` the other
-/// build's / yours, over `N` alternated rounds of child processes ([`pairs`]).
-fn report_pairs(options: &Options, user: &[Measured]) {
+/// build's / yours, over `N` alternated rounds of child processes ([`pairs`]); `this` is
+/// this bench's own executable, which times "yours".
+fn report_pairs(options: &Options, user: &[Measured], this: &std::path::Path) {
     let theirs_label = if options.against.is_some() {
         "other"
     } else {
@@ -505,7 +506,6 @@ fn report_pairs(options: &Options, user: &[Measured]) {
         rayon::current_num_threads()
     );
     println!("{}", pairs::header(theirs_label));
-    let this = std::env::current_exe().expect("the bench's path");
     let ms = |phases: Phases| phases.total().as_secs_f64() * 1e3;
     for m in user {
         let theirs = || match &options.against {
@@ -514,7 +514,7 @@ fn report_pairs(options: &Options, user: &[Measured]) {
                 .first()
                 .map(|t| t.median_ms),
         };
-        let yours = || ms(alone(&this, options, m.name).0);
+        let yours = || ms(alone(this, options, m.name).0);
         let measured = pairs::measure(options.pairs, theirs, yours);
         println!("{}", pairs::row(m.name, theirs_label, &measured));
     }

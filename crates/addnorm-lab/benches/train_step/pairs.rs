@@ -15,7 +15,7 @@
 //! For rounds `i = 1..N` with medians `t_i` (theirs) and `y_i` (yours), ms a step:
 //!
 //! ```text
-//! ratio_i = t_i / y_i            above 1: addnorm is faster
+//! ratio_i = t_i / y_i            above 1: yours (this build) is faster
 //! shown:   median_i t_i, median_i y_i, median_i ratio_i, min_i and max_i ratio_i,
 //!          #{i : ratio_i > 1}
 //! ```
