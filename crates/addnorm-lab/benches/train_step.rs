@@ -47,7 +47,10 @@
 //! ratios, their range, and how many rounds addnorm won. Issue 25's targets are read there.
 //! With `--against PATH` (another build of this bench, copied out of `target/` before
 //! rebuilding), the pairs run that build's `--alone NAME` instead of PyTorch: the median
-//! of old / new, what a change bought on a host too noisy for single runs.
+//! of old / new, what a change bought on a host too noisy for single runs. Given a copy of
+//! this very build, the pairs measure the host's noise floor: 16 pairs of d128 gave 0.99×
+//! and 1.00× on the 2-core Ice Lake VM, single pairs 0.68–1.21× (kernels' PERFORMANCE.md
+//! §37), so a change under about 3% a step needs several such runs.
 //!
 //! A step is what `addnorm train` does per batch: forward, masked cross-entropy, backward,
 //! `GradientsParams`, AdamW step. Every variant starts from the same seeded weights and
