@@ -491,7 +491,7 @@ fn offsets_fit(b: Strided<f32>, n: usize) -> bool {
 /// element `(r, c)` at `(c / width)·k·width + r·width + c mod width`, the last panel's
 /// missing columns 0.
 ///
-/// A whole panel's row is one copy of a constant size ([`whole_panel`]), inlined, instead of
+/// A whole panel's row is one copy of a constant size ([`copy_runs`]), inlined, instead of
 /// a `memcpy` and a `memset` call per row: 8192 calls for each `[256, 512]` block of the
 /// d128 feed-forward dY. That weight gradient took 0.96× its time (PERFORMANCE.md §36).
 ///
@@ -513,8 +513,8 @@ unsafe fn column_panels(
         unsafe {
             let (from, at) = (b.add(j0), to.add(p * panel));
             match width {
-                32 => whole_panel::<32>(from, b_row, k, at),
-                16 => whole_panel::<16>(from, b_row, k, at),
+                32 => copy_runs::<32>(from, b_row, k, at),
+                16 => copy_runs::<16>(from, b_row, k, at),
                 _ => unreachable!("a panel is two vectors of 16 or 8 lanes"),
             }
         }
@@ -534,18 +534,20 @@ unsafe fn column_panels(
     }
 }
 
-/// `k` rows of `W` elements (`b_row` apart from `from`) copied into `[k][W]` at `to`.
+/// `k` runs of `W` adjacent elements, `stride` apart from `from`, copied into `[k][W]` at
+/// `to`, each run one copy of a constant size: a whole panel of B ([`column_panels`]) or a
+/// row tile's chain of A (`tile`'s `APanel`).
 ///
 /// # Safety
-/// `from` must address `k` rows of `W` live elements, `b_row` apart; `to` has room for
+/// `from` must address `k` runs of `W` live elements, `stride` apart; `to` has room for
 /// `k·W` elements.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
-unsafe fn whole_panel<const W: usize>(from: *const f32, b_row: isize, k: usize, to: *mut f32) {
+unsafe fn copy_runs<const W: usize>(from: *const f32, stride: isize, k: usize, to: *mut f32) {
     for r in 0..k {
-        // SAFETY: row r's W elements, and row r of the panel, per the caller.
+        // SAFETY: run r's W elements, and row r of `to`, per the caller.
         unsafe {
-            std::ptr::copy_nonoverlapping(from.offset(r as isize * b_row), to.add(r * W), W);
+            std::ptr::copy_nonoverlapping(from.offset(r as isize * stride), to.add(r * W), W);
         }
     }
 }

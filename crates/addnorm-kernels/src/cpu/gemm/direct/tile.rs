@@ -27,7 +27,7 @@
 //! vectors.
 
 use super::super::Strided;
-use super::{KC, Operands};
+use super::{KC, Operands, copy_runs};
 
 /// One x86 vector instruction set the direct kernel is compiled for: its vector, the
 /// lanes a tile's last vector keeps, and `matrixmultiply`'s epilogue on it.
@@ -109,15 +109,11 @@ impl APanel {
     ) -> *const f32 {
         const { assert!(MR <= MAX_MR) };
         let to = self.values.as_mut_ptr().cast::<f32>();
-        for t in 0..step.chain {
-            // SAFETY: MR adjacent elements of A at (i0, k0 + t), per the caller; the buffer
-            // holds KC ≥ chain runs of MR.
-            unsafe {
-                let from = a
-                    .ptr
-                    .offset(i0 as isize + (step.k0 + t) as isize * a.col_stride);
-                std::ptr::copy_nonoverlapping(from, to.add(t * MR), MR);
-            }
+        // SAFETY: MR adjacent elements of A at (i0, k0 + t) for each t < chain, col_stride
+        // apart, per the caller; the buffer holds KC ≥ chain runs of MR.
+        unsafe {
+            let from = a.ptr.offset(i0 as isize + step.k0 as isize * a.col_stride);
+            copy_runs::<MR>(from, a.col_stride, step.chain, to);
         }
         to
     }
