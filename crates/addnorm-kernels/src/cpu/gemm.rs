@@ -81,6 +81,31 @@ pub trait Gemm: Real {
         unsafe { with_b_in_place(dims, alpha, a, b, bias, c) }
     }
 
+    /// B (`k × n`) with unit column stride, for several products that each read its
+    /// first rows and columns (attention's `Kᵀ`, read by every row part of a query block up
+    /// to the keys that part sees): `b` itself when its columns are adjacent, else a copy
+    /// in rows of `n` written into `copy` (resized to `k × n`), made once instead of by each
+    /// product. A copy changes no value, so no bit.
+    ///
+    /// # Safety
+    /// `b` must address `k × n` live elements. The view returned points into `copy` or
+    /// `b`, so it is valid while neither is changed or dropped.
+    unsafe fn contiguous_b(
+        b: Strided<Self>,
+        [k, n]: [usize; 2],
+        copy: &mut Vec<Self>,
+    ) -> Strided<Self> {
+        if b.col_stride == 1 {
+            return b;
+        }
+        copy.clear();
+        for r in 0..k {
+            // SAFETY: element (r, c) of the caller's view.
+            copy.extend((0..n).map(|c| unsafe { *b.from(r, c).ptr }));
+        }
+        Strided::rows(copy.as_mut_ptr(), n)
+    }
+
     /// `C ← α·A·B + 1·bᵀ`: [`Gemm::gemm`] with `β = 1` on a C whose every row held the
     /// `n` elements at `bias` (a linear layer's `X·W + b`), with the same bits, but without
     /// writing `b` into C's rows first where the kernel can read it in place (the direct
@@ -135,6 +160,25 @@ impl Gemm for f32 {
                 c.col_stride,
             );
         }
+    }
+
+    unsafe fn contiguous_b(
+        b: Strided<f32>,
+        [k, n]: [usize; 2],
+        copy: &mut Vec<f32>,
+    ) -> Strided<f32> {
+        if b.col_stride == 1 {
+            return b;
+        }
+        copy.clear();
+        copy.reserve(k * n);
+        // SAFETY: b addresses k × n live elements (caller); `copy` has room for them, all
+        // written by the call.
+        unsafe {
+            direct::copy_rows(b, [k, n], copy.as_mut_ptr());
+            copy.set_len(k * n);
+        }
+        Strided::rows(copy.as_mut_ptr(), n)
     }
 
     unsafe fn prepare_b(b: Strided<f32>, [k, n]: [usize; 2]) -> PreparedB<f32> {
@@ -330,6 +374,16 @@ impl<E> Strided<E> {
     /// `(row_stride, col_stride)`, in elements.
     pub fn strides(self) -> (isize, isize) {
         (self.row_stride, self.col_stride)
+    }
+
+    /// The sub-matrix whose element `(0, 0)` is this one's `(row, col)`. Computing it
+    /// reads nothing; the caller keeps using only elements that lie in the matrix.
+    pub fn from(self, row: usize, col: usize) -> Self {
+        let offset = row as isize * self.row_stride + col as isize * self.col_stride;
+        Self {
+            ptr: self.ptr.wrapping_offset(offset),
+            ..self
+        }
     }
 
     /// The transpose (the same elements).

@@ -15,14 +15,16 @@
 //! ```
 //!
 //! One task per (batch, head): its query blocks run in order because each adds into the
-//! head's dK and dV (rows `0..n_k`), which belong to that task alone. `P` and `dS` are
-//! scratch matrices with rows [`padded_row`]`(n_k)` apart, as in the forward.
+//! head's dK and dV (rows `0..n_k`), which belong to that task alone. The task copies the
+//! head's `Kᵀ` and `Vᵀ` into contiguous rows once; with the causal mask each product runs
+//! in parts (see the [parent module](super)). `P` and `dS` are
+//! scratch matrices with rows [`padded_row`](super::padded_row)`(n_k)` apart, as in the forward.
 //!
 //! # Shapes
 //! - `q`, `k`, `v`, `output`, `grad_output`, the gradients: `[batch, T, d_model]`
 //! - `lse`: `[batch, heads, T]`
 
-use super::{Gemm, RowStride, Shared, Strided, padded_row, query_blocks, run_tasks, vector_extent};
+use super::{Cut, Gemm, Shared, Strided, query_blocks, run_tasks, vector_extent};
 use crate::attention::spec::{AttentionSpec, HeadLayout};
 use crate::cpu::dispatch::vectorized;
 use crate::cpu::real::sum_map2;
@@ -52,8 +54,8 @@ struct Call<'a, E> {
     grad_output: &'a [E],
     /// dQ, dK, dV; zeroed on entry (dK and dV are accumulated).
     grads: [Shared<E>; 3],
-    /// The scratch's row stride for a block of `n_k` keys.
-    row_stride: RowStride,
+    /// The scratch's row stride and the causal blocks' parts.
+    cut: Cut,
 }
 
 /// The scratch of a task: `P` and `dP` (then `dS`), `Δ`, and with a soft cap the slope
@@ -63,6 +65,9 @@ struct Scratch<E> {
     ds: Vec<E>,
     delta: Vec<E>,
     slope: Vec<E>,
+    /// The head's `Kᵀ` and `Vᵀ` in contiguous rows, copied once for all its query blocks.
+    k_t: Vec<E>,
+    v_t: Vec<E>,
 }
 
 impl<E> Scratch<E> {
@@ -72,8 +77,17 @@ impl<E> Scratch<E> {
             ds: Vec::new(),
             delta: Vec::new(),
             slope: Vec::new(),
+            k_t: Vec::new(),
+            v_t: Vec::new(),
         }
     }
+}
+
+/// `Kᵀ` and `Vᵀ` of one head (`[d_head, T]` views with unit column stride).
+#[derive(Clone, Copy)]
+struct Transposed<E> {
+    k_t: Strided<E>,
+    v_t: Strided<E>,
 }
 
 /// Writes dQ, dK and dV (`[dq, dk, dv]`, whatever they hold: each head's task zeroes its
@@ -88,17 +102,17 @@ pub fn backward<E: Gemm>(
     grad_output: &[E],
     grads: [&mut [E]; 3],
 ) {
-    backward_with(layout, spec, saved, grad_output, grads, padded_row);
+    backward_with(layout, spec, saved, grad_output, grads, Cut::KERNELS);
 }
 
-/// [`backward`] with the scratch rows `row_stride(n_k)` apart.
+/// [`backward`] cut as `cut` says (the kernels: [`Cut::KERNELS`]).
 pub(crate) fn backward_with<E: Gemm>(
     layout: HeadLayout,
     spec: &AttentionSpec,
     saved: Saved<'_, E>,
     grad_output: &[E],
     [dq, dk, dv]: [&mut [E]; 3],
-    row_stride: RowStride,
+    cut: Cut,
 ) {
     let Saved {
         q,
@@ -132,7 +146,7 @@ pub(crate) fn backward_with<E: Gemm>(
         saved,
         grad_output,
         grads: [Shared::new(dq), Shared::new(dk), Shared::new(dv)],
-        row_stride,
+        cut,
     };
     let heads: Vec<usize> = (0..layout.batch * layout.heads).collect();
     let keys = if spec.causal {
@@ -155,8 +169,24 @@ impl<E: Gemm> Call<'_, E> {
     /// The gradients of one head of one batch element.
     fn head(&self, scratch: &mut Scratch<E>, bh: usize) {
         self.zero_key_gradients(bh);
+        let layout = self.layout;
+        let (b, h) = (bh / layout.heads, bh % layout.heads);
+        let (head, dm, dims) = (
+            layout.offset(b, h),
+            layout.d_model(),
+            [layout.d_head, layout.seq],
+        );
+        let [k, v] = [self.saved.k, self.saved.v].map(Shared::reading);
+        // SAFETY: k's and v's head h hold T rows of d_head; the copies are this task's own
+        // and stay unchanged until the head is done.
+        let transposed = unsafe {
+            Transposed {
+                k_t: E::contiguous_b(k.rows(head, dm).t(), dims, &mut scratch.k_t),
+                v_t: E::contiguous_b(v.rows(head, dm).t(), dims, &mut scratch.v_t),
+            }
+        };
         for (i0, i1) in query_blocks(self.layout.seq) {
-            self.block(scratch, bh, i0, i1);
+            self.block(scratch, transposed, bh, (i0, i1));
         }
     }
 
@@ -176,108 +206,175 @@ impl<E: Gemm> Call<'_, E> {
     }
 
     /// Adds one query block's contributions.
-    fn block(&self, scratch: &mut Scratch<E>, bh: usize, i0: usize, i1: usize) {
+    fn block(
+        &self,
+        scratch: &mut Scratch<E>,
+        transposed: Transposed<E>,
+        bh: usize,
+        (i0, i1): (usize, usize),
+    ) {
         let layout = self.layout;
         let (b, h) = (bh / layout.heads, bh % layout.heads);
-        let (rows, dm, d_head) = (i1 - i0, layout.d_model(), layout.d_head);
         let keys = layout.visible_keys(i1 - 1, self.causal);
-        let (head, block) = (layout.offset(b, h), layout.offset(b, h) + i0 * dm);
-        let Saved {
-            q,
-            k,
-            v,
-            output,
-            lse,
-        } = self.saved;
-        let [q, k, v, dout] = [q, k, v, self.grad_output].map(Shared::reading);
-        let [dq, dk, dv] = &self.grads;
-        let stride = (self.row_stride)(keys);
-        // The GEMMs write every key column of P and dP (β = 0: they read none); the
-        // padding keeps what the last block left, which no GEMM reads and `probabilities`
-        // overwrites. So no zeroing pass.
+        let stride = (self.cut.row_stride)(keys);
+        // Each row part's GEMMs write its key columns of P and dP (β = 0: they read none);
+        // what lies past them keeps what the last block left, which no GEMM reads and
+        // `probabilities` overwrites. So no zeroing pass.
         for buffer in [&mut scratch.p, &mut scratch.ds] {
-            buffer.resize(rows * stride, E::ZERO);
+            buffer.resize((i1 - i0) * stride, E::ZERO);
         }
-        let p = Strided::rows(scratch.p.as_mut_ptr(), stride);
-        let ds = Strided::rows(scratch.ds.as_mut_ptr(), stride);
-        // SAFETY (all GEMMs below): q, k, v, dO are read only; p and ds are this task's
-        // scratch of rows × stride; dQ rows i0..i1 and dK, dV rows 0..keys of head h are
-        // written by this task (one per batch element and head) alone.
-        unsafe {
-            E::gemm(
-                [rows, d_head, keys],
-                self.scale,
-                q.rows(block, dm),
-                k.rows(head, dm).t(),
-                E::ZERO,
-                p,
-            );
+        let block = Block {
+            bh,
+            head: layout.offset(b, h),
+            rows: (i0, i1),
+            keys,
+            stride,
+            p: Strided::rows(scratch.p.as_mut_ptr(), stride),
+            ds: Strided::rows(scratch.ds.as_mut_ptr(), stride),
+        };
+        self.scores(&block, transposed);
+        self.score_gradients(scratch, &block);
+        self.query_gradients(&block);
+        self.key_gradients(&block);
+    }
+
+    /// `S = scale·Q_b·Kᵀ` into P's rows and `dP = dO_b·Vᵀ` into dS's, part by part.
+    fn scores(&self, block: &Block<E>, Transposed { k_t, v_t }: Transposed<E>) {
+        let (dm, d_head) = (self.layout.d_model(), self.layout.d_head);
+        let [q, dout] = [self.saved.q, self.grad_output].map(Shared::reading);
+        let first = block.head + block.rows.0 * dm;
+        for (r0, r1, n_k) in self.parts(block) {
+            // SAFETY: q, dO and the transposed copies are read only; P and dS are this
+            // task's scratch of rows × stride.
+            unsafe {
+                E::gemm(
+                    [r1 - r0, d_head, n_k],
+                    self.scale,
+                    q.rows(first + r0 * dm, dm),
+                    k_t,
+                    E::ZERO,
+                    block.p.from(r0, 0),
+                );
+                E::gemm(
+                    [r1 - r0, d_head, n_k],
+                    E::ONE,
+                    dout.rows(first + r0 * dm, dm),
+                    v_t,
+                    E::ZERO,
+                    block.ds.from(r0, 0),
+                );
+            }
         }
-        let lse = &lse[bh * layout.seq + i0..bh * layout.seq + i1];
-        scratch.delta.clear();
-        scratch.delta.extend((i0..i1).map(|i| {
-            let row = layout.offset(b, h) + i * dm;
-            sum_map2(
-                &output[row..row + d_head],
-                &self.grad_output[row..row + d_head],
-                |o, g| o * g,
-            )
-        }));
+    }
+
+    /// Δ, then P from the scores and `dS = P ∘ (dP − Δ)` (times the cap's slope), over the
+    /// block's scratch rows.
+    fn score_gradients(&self, scratch: &mut Scratch<E>, block: &Block<E>) {
+        let (layout, (i0, i1)) = (self.layout, block.rows);
+        let (dm, d_head, bh) = (layout.d_model(), layout.d_head, block.bh);
+        let lse = &self.saved.lse[bh * layout.seq + i0..bh * layout.seq + i1];
         vectorized(
             #[inline(always)]
             || {
+                scratch.delta.clear();
+                scratch.delta.extend((i0..i1).map(|i| {
+                    let row = block.head + i * dm;
+                    sum_map2(
+                        &self.saved.output[row..row + d_head],
+                        &self.grad_output[row..row + d_head],
+                        |o, g| o * g,
+                    )
+                }));
                 if let Some(c) = self.cap {
                     cap_with_slope(&mut scratch.p, &mut scratch.slope, c);
                 }
-                probabilities(&mut scratch.p, stride, i0, lse, |i| {
+                probabilities(&mut scratch.p, block.stride, i0, lse, |i| {
                     layout.visible_keys(i, self.causal)
-                })
-            },
-        );
-        unsafe {
-            E::gemm(
-                [keys, rows, d_head],
-                E::ONE,
-                p.t(),
-                dout.rows(block, dm),
-                E::ONE,
-                dv.rows(head, dm),
-            );
-            E::gemm(
-                [rows, d_head, keys],
-                E::ONE,
-                dout.rows(block, dm),
-                v.rows(head, dm).t(),
-                E::ZERO,
-                ds,
-            );
-        }
-        vectorized(
-            #[inline(always)]
-            || {
+                });
                 let slope = self.cap.map(|_| scratch.slope.as_slice());
-                score_gradients(&mut scratch.ds, &scratch.p, stride, &scratch.delta, slope)
+                score_gradients(
+                    &mut scratch.ds,
+                    &scratch.p,
+                    block.stride,
+                    &scratch.delta,
+                    slope,
+                )
             },
         );
-        unsafe {
-            E::gemm(
-                [rows, keys, d_head],
-                self.scale,
-                ds,
-                k.rows(head, dm),
-                E::ZERO,
-                dq.rows(block, dm),
-            );
-            E::gemm(
-                [keys, rows, d_head],
-                self.scale,
-                ds.t(),
-                q.rows(block, dm),
-                E::ONE,
-                dk.rows(head, dm),
-            );
+    }
+
+    /// `dQ_b = scale·dS·K`, part by part.
+    fn query_gradients(&self, block: &Block<E>) {
+        let dm = self.layout.d_model();
+        let k = Shared::reading(self.saved.k);
+        let first = block.head + block.rows.0 * dm;
+        for (r0, r1, n_k) in self.parts(block) {
+            // SAFETY: k and dS are read only; dQ's rows of this block and head are written
+            // by this task (one per batch element and head) alone.
+            unsafe {
+                E::gemm(
+                    [r1 - r0, n_k, self.layout.d_head],
+                    self.scale,
+                    block.ds.from(r0, 0),
+                    k.rows(block.head, dm),
+                    E::ZERO,
+                    self.grads[0].rows(first + r0 * dm, dm),
+                );
+            }
         }
     }
+
+    /// `dV += Pᵀ·dO_b` and `dK += scale·dSᵀ·Q_b`, key part by key part, each from the
+    /// first row that sees its keys.
+    fn key_gradients(&self, block: &Block<E>) {
+        let (dm, d_head, (i0, i1)) = (self.layout.d_model(), self.layout.d_head, block.rows);
+        let [q, dout] = [self.saved.q, self.grad_output].map(Shared::reading);
+        let [_, dk, dv] = &self.grads;
+        let first = block.head + i0 * dm;
+        for (j0, j1, r0) in self.cut.parts.keys(self.causal, i0, block.keys) {
+            // SAFETY: P, dS, dO and q are read only; dK's and dV's rows of this head are
+            // written by this task (one per batch element and head) alone.
+            unsafe {
+                E::gemm(
+                    [j1 - j0, i1 - i0 - r0, d_head],
+                    E::ONE,
+                    block.p.t().from(j0, r0),
+                    dout.rows(first + r0 * dm, dm),
+                    E::ONE,
+                    dv.rows(block.head + j0 * dm, dm),
+                );
+                E::gemm(
+                    [j1 - j0, i1 - i0 - r0, d_head],
+                    self.scale,
+                    block.ds.t().from(j0, r0),
+                    q.rows(first + r0 * dm, dm),
+                    E::ONE,
+                    dk.rows(block.head + j0 * dm, dm),
+                );
+            }
+        }
+    }
+
+    /// The block's row parts ([`super::Parts::rows`]).
+    fn parts(&self, block: &Block<E>) -> impl Iterator<Item = (usize, usize, usize)> + use<E> {
+        self.cut.parts.rows(self.causal, block.rows, block.keys)
+    }
+}
+
+/// One query block of one head, as its steps see it.
+struct Block<E> {
+    /// `b·heads + h`.
+    bh: usize,
+    /// The offset of the head's first element in a `[batch, T, d_model]` tensor.
+    head: usize,
+    /// The query rows `i0..i1`.
+    rows: (usize, usize),
+    /// The keys the block sees, and the scratch's row stride for them.
+    keys: usize,
+    stride: usize,
+    /// The task's `P` and `dP`/`dS` scratch, `[rows, stride]`.
+    p: Strided<E>,
+    ds: Strided<E>,
 }
 
 /// Caps every logit of `scores` at `c` (`S ← c·tanh(S/c)`) and writes the cap's slope

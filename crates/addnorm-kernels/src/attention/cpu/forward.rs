@@ -5,15 +5,16 @@
 //! Per query block (rows `i0..i1`) of head `h` of batch element `b`, keys `0..n_k`:
 //!
 //! ```text
-//! S = scale·Q_b·Kᵀ                    one GEMM, [rows, n_k]
+//! S = scale·Q_b·Kᵀ                    [rows, n_k], one GEMM per row part
 //! S ← c·tanh(S/c)                     with a soft cap c
 //! m_i = max_{j visible} S_ij          P_ij = exp(S_ij − m_i) (0 where masked)
 //! l_i = Σ_j P_ij    lse_i = m_i + log l_i    P ← P / l
-//! O_b = P·V                           one GEMM, into O's rows i0..i1, columns of head h
+//! O_b = P·V                           one GEMM per row part, into O's rows i0..i1, columns
+//!                                     of head h
 //! max_logit = max_i m_i
 //! ```
 //!
-//! The block's scores live in a scratch matrix whose rows are [`padded_row`]`(n_k)` apart;
+//! The block's scores live in a scratch matrix whose rows are [`padded_row`](super::padded_row)`(n_k)` apart;
 //! the softmax runs over whole padded rows (the padding and the masked keys set to 0 before
 //! the sum, which they leave unchanged), so each element's bits are those of a loop over
 //! the visible keys alone.
@@ -22,8 +23,7 @@
 //! - `q`, `k`, `v`, `output`: `[batch, T, d_model]`; `lse`: `[batch, heads, T]`
 
 use super::{
-    Gemm, QUERY_BLOCK, RowStride, Shared, Strided, larger, max_of, padded_row, query_blocks,
-    run_tasks, vector_extent,
+    Cut, Gemm, QUERY_BLOCK, Shared, Strided, larger, max_of, query_blocks, run_tasks, vector_extent,
 };
 use crate::attention::spec::{AttentionSpec, HeadLayout};
 use crate::cpu::dispatch::vectorized;
@@ -43,8 +43,8 @@ struct Call<'a, E> {
     v: &'a [E],
     output: Shared<E>,
     lse: Shared<E>,
-    /// The scratch's row stride for a block of `n_k` keys.
-    row_stride: RowStride,
+    /// The scratch's row stride and the causal blocks' parts.
+    cut: Cut,
 }
 
 /// Writes `output` and `lse` and returns the largest logit.
@@ -58,17 +58,17 @@ pub fn forward<E: Gemm>(
     output: &mut [E],
     lse: &mut [E],
 ) -> E {
-    forward_with(layout, spec, qkv, output, lse, padded_row)
+    forward_with(layout, spec, qkv, output, lse, Cut::KERNELS)
 }
 
-/// [`forward`] with the scratch rows `row_stride(n_k)` apart.
+/// [`forward`] cut as `cut` says (the kernels: [`Cut::KERNELS`]).
 pub(crate) fn forward_with<E: Gemm>(
     layout: HeadLayout,
     spec: &AttentionSpec,
     [q, k, v]: [&[E]; 3],
     output: &mut [E],
     lse: &mut [E],
-    row_stride: RowStride,
+    cut: Cut,
 ) -> E {
     for (name, len) in [("q", q.len()), ("k", k.len()), ("v", v.len())] {
         assert_eq!(
@@ -89,7 +89,7 @@ pub(crate) fn forward_with<E: Gemm>(
         v,
         output: Shared::new(output),
         lse: Shared::new(lse),
-        row_stride,
+        cut,
     };
     let tasks: Vec<Task> = (0..layout.batch * layout.heads)
         .flat_map(|bh| query_blocks(layout.seq).map(move |(i0, i1)| (bh, i0, i1)))
@@ -104,61 +104,112 @@ pub(crate) fn forward_with<E: Gemm>(
     run_tasks(
         &tasks,
         flops,
-        Vec::new,
+        Scratch::new,
         |scratch, &task| call.block(scratch, task),
         lowest,
         larger,
     )
 }
 
+/// A task's scratch, reused over its query blocks: the block's scores, then its
+/// probabilities (`[rows, padded_row(n_k)]`), and `Kᵀ` in contiguous rows.
+struct Scratch<E> {
+    scores: Vec<E>,
+    k_t: Vec<E>,
+}
+
+impl<E> Scratch<E> {
+    fn new() -> Self {
+        Self {
+            scores: Vec::new(),
+            k_t: Vec::new(),
+        }
+    }
+}
+
 impl<E: Gemm> Call<'_, E> {
     /// Runs one query block; returns its largest logit.
-    fn block(&self, scores: &mut Vec<E>, (bh, i0, i1): Task) -> E {
+    fn block(&self, scratch: &mut Scratch<E>, (bh, i0, i1): Task) -> E {
         let layout = self.layout;
         let (b, h) = (bh / layout.heads, bh % layout.heads);
-        let (rows, dm, d_head) = (i1 - i0, layout.d_model(), layout.d_head);
-        let keys = layout.visible_keys(i1 - 1, self.causal);
-        let head = layout.offset(b, h);
-        let stride = (self.row_stride)(keys);
-        // The GEMM writes every key column (β = 0: it reads none); the padding keeps what
-        // the last block left, which the softmax overwrites before anything uses it. So
-        // no zeroing pass.
-        scores.resize(rows * stride, E::ZERO);
-        let [q, k, v] = [self.q, self.k, self.v].map(Shared::reading);
-        // SAFETY: q and k are read only; `scores` is this task's own buffer of rows × stride.
-        unsafe {
-            E::gemm(
-                [rows, d_head, keys],
-                self.scale,
-                q.rows(head + i0 * dm, dm),
-                k.rows(head, dm).t(),
-                E::ZERO,
-                Strided::rows(scores.as_mut_ptr(), stride),
-            );
-        }
+        let (head, keys) = (
+            layout.offset(b, h),
+            layout.visible_keys(i1 - 1, self.causal),
+        );
+        let stride = (self.cut.row_stride)(keys);
+        // Each row part's GEMM writes its key columns (β = 0: it reads none); what lies
+        // past them keeps what the last block left, which the softmax overwrites before
+        // anything reads it. So no zeroing pass.
+        scratch.scores.resize((i1 - i0) * stride, E::ZERO);
+        let k = Shared::reading(self.k).rows(head, layout.d_model());
+        // SAFETY: k's head h holds `keys` rows of d_head; the copy is this task's own.
+        let k_t = unsafe { E::contiguous_b(k.t(), [layout.d_head, keys], &mut scratch.k_t) };
+        let scores = Strided::rows(scratch.scores.as_mut_ptr(), stride);
+        let parts = || self.cut.parts.rows(self.causal, (i0, i1), keys);
+        self.scores(head + i0 * layout.d_model(), k_t, scores, parts());
         // SAFETY: lse[bh, i0..i1] belongs to this task alone.
-        let lse = unsafe { self.lse.slice_mut(bh * layout.seq + i0, rows) };
+        let lse = unsafe { self.lse.slice_mut(bh * layout.seq + i0, i1 - i0) };
         let max_logit = vectorized(
             #[inline(always)]
             || {
-                softmax_rows(scores, stride, i0, lse, self.cap, |i| {
+                softmax_rows(&mut scratch.scores, stride, i0, lse, self.cap, |i| {
                     layout.visible_keys(i, self.causal)
                 })
             },
         );
-        // SAFETY: v is read only; the output rows i0..i1 of head h (columns
-        // h·d_head..(h+1)·d_head) are written by this task alone.
-        unsafe {
-            E::gemm(
-                [rows, keys, d_head],
-                E::ONE,
-                Strided::rows(scores.as_mut_ptr(), stride),
-                v.rows(head, dm),
-                E::ZERO,
-                self.output.rows(head + i0 * dm, dm),
-            );
-        }
+        self.outputs((head, i0), scores, parts());
         max_logit
+    }
+
+    /// `S = scale·Q_b·Kᵀ` into `scores`, part by part (`first`: the offset of the block's
+    /// first query row of this head).
+    fn scores(
+        &self,
+        first: usize,
+        k_t: Strided<E>,
+        scores: Strided<E>,
+        parts: impl Iterator<Item = (usize, usize, usize)>,
+    ) {
+        let (dm, q) = (self.layout.d_model(), Shared::reading(self.q));
+        for (r0, r1, n_k) in parts {
+            // SAFETY: q and Kᵀ are read only; `scores` is this task's own buffer of
+            // rows × stride.
+            unsafe {
+                E::gemm(
+                    [r1 - r0, self.layout.d_head, n_k],
+                    self.scale,
+                    q.rows(first + r0 * dm, dm),
+                    k_t,
+                    E::ZERO,
+                    scores.from(r0, 0),
+                );
+            }
+        }
+    }
+
+    /// `O_b = P·V` from the probabilities in `scores`, part by part, into the output rows
+    /// of the block that starts at row `i0` of the head at offset `head`.
+    fn outputs(
+        &self,
+        (head, i0): (usize, usize),
+        scores: Strided<E>,
+        parts: impl Iterator<Item = (usize, usize, usize)>,
+    ) {
+        let (dm, v) = (self.layout.d_model(), Shared::reading(self.v));
+        for (r0, r1, n_k) in parts {
+            // SAFETY: v is read only; the output rows i0 + r0..i0 + r1 of head h (columns
+            // h·d_head..(h+1)·d_head) are written by this task alone.
+            unsafe {
+                E::gemm(
+                    [r1 - r0, n_k, self.layout.d_head],
+                    E::ONE,
+                    scores.from(r0, 0),
+                    v.rows(head, dm),
+                    E::ZERO,
+                    self.output.rows(head + (i0 + r0) * dm, dm),
+                );
+            }
+        }
     }
 }
 

@@ -7,7 +7,12 @@
 //!
 //! The products of a query block with all the keys it sees are strided GEMMs
 //! ([`Gemm`]: at these sizes its direct AVX-512 kernel, which does not pack its operands,
-//! else `matrixmultiply`, with the same bits); the softmax and its backward are row loops
+//! else `matrixmultiply`, with the same bits). With the causal mask they run in parts
+//! (`Parts`): [`PART_ROWS`] query rows at a time, each part up to the keys its own rows
+//! see, and `dK`, `dV` [`KEY_PART`] keys at a time from the first row that sees them, so
+//! the masked triangle of a block is (nearly) never multiplied; the parts change no bit.
+//! `Kᵀ` and `Vᵀ` are copied into contiguous rows once per task ([`Gemm::contiguous_b`]),
+//! not by each product. The softmax and its backward are row loops
 //! run under [`crate::cpu::dispatch::vectorized`] with the vectorizable
 //! [`exp`](crate::cpu::exp::exp_f32).
 //!
@@ -63,6 +68,24 @@ fn vector_extent(seen: usize, len: usize) -> usize {
 /// How a kernel lays out its scratch rows: [`padded_row`], or (in the tests, to show the
 /// padding changes no bit) `n_k` itself.
 pub(crate) type RowStride = fn(usize) -> usize;
+
+/// How a kernel cuts its work: its scratch rows' stride and its causal blocks' parts. The
+/// kernels run [`Cut::KERNELS`]; the tests run others to show that neither changes a bit.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Cut {
+    /// The scratch's row stride for a block of `n_k` keys.
+    pub(crate) row_stride: RowStride,
+    /// The parts of a causal query block's products.
+    pub(crate) parts: Parts,
+}
+
+impl Cut {
+    /// [`padded_row`] and [`Parts::CAUSAL`].
+    pub(crate) const KERNELS: Cut = Cut {
+        row_stride: padded_row,
+        parts: Parts::CAUSAL,
+    };
+}
 
 /// Below this many multiply-adds a call stays on the calling thread. Since
 /// `crate::cpu::parallel` never puts a worker's wake-up on the caller's path, a split call
@@ -156,6 +179,88 @@ where
     })
     .into_iter()
     .fold(identity, &combine)
+}
+
+/// Query rows per row part of a causal query block (see the [module docs](self)): each
+/// part's products run up to the keys its own rows see, not up to the block's last row's.
+/// The direct GEMM's tile height: 6 made the d128 model's attention 1.2× slower, 24 no
+/// faster (PERFORMANCE.md §38).
+pub const PART_ROWS: usize = 12;
+
+/// Keys per key part of a causal query block's `dK` and `dV`, and the multiple that a row
+/// part's key count is rounded up to. A multiple of 16, so that each
+/// part's first key lies where a 16 × 16 tile of `matrixmultiply`'s kernel starts in the
+/// whole product: the direct GEMM then joins every element to C as it did for the whole
+/// block (`dK += scale·dSᵀ·Q_b` has `α ≠ 1`, where whole and edge tiles round
+/// differently), and the parts change no bit.
+pub const KEY_PART: usize = 16;
+
+/// How a causal query block's products are cut: `rows` query rows per row part, and
+/// `keys` keys per key part (also the multiple a row part's key count is rounded up to).
+/// Without the causal mask a block is always one part.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Parts {
+    rows: usize,
+    keys: usize,
+}
+
+impl Parts {
+    /// The kernels' cut: [`PART_ROWS`] and [`KEY_PART`].
+    pub(crate) const CAUSAL: Parts = Parts {
+        rows: PART_ROWS,
+        keys: KEY_PART,
+    };
+
+    /// One part per block (the tests compare the bits of [`Parts::CAUSAL`] with it).
+    #[cfg(test)]
+    pub(crate) const WHOLE: Parts = Parts {
+        rows: usize::MAX,
+        keys: usize::MAX,
+    };
+
+    /// The row parts `(r0, r1, n_k)` of query rows `i0..i1` (`r` counted from `i0`) that
+    /// see `keys` keys in all, and the keys each part's products read: with the causal
+    /// mask, up to its last row's keys rounded up to `self.keys` (at most `keys`).
+    ///
+    /// A row's keys past its own are masked (probability 0), so leaving them out of a
+    /// part's `P·V` or `dS·K` leaves out terms `±0` at the end of each sum: the same bits
+    /// (save the sign of an exactly zero sum). The rounding up makes every score gradient
+    /// a key part reads ([`Parts::keys`]) one that its row's part computed.
+    fn rows(
+        self,
+        causal: bool,
+        (i0, i1): (usize, usize),
+        keys: usize,
+    ) -> impl Iterator<Item = (usize, usize, usize)> {
+        let rows = i1 - i0;
+        let step = if causal { self.rows.min(rows) } else { rows };
+        (0..rows).step_by(step.max(1)).map(move |r0| {
+            let r1 = (r0 + step).min(rows);
+            let seen = (i0 + r1)
+                .checked_next_multiple_of(self.keys)
+                .unwrap_or(keys);
+            (r0, r1, if causal { seen.min(keys) } else { keys })
+        })
+    }
+
+    /// The key parts `(j0, j1, r0)` of the `keys` keys that query rows from `i0` on see,
+    /// and the first row (counted from `i0`) that sees any of them: with the causal mask,
+    /// `self.keys` keys a part, whose `dK` and `dV` sums skip the rows before `j0` (their
+    /// probabilities, so their score gradients, are 0 there: terms `±0` at the start of a
+    /// sum that starts from `+0`, so the same bits; a block's rows are one chain, being
+    /// fewer than the GEMM's `KC`).
+    fn keys(
+        self,
+        causal: bool,
+        i0: usize,
+        keys: usize,
+    ) -> impl Iterator<Item = (usize, usize, usize)> {
+        let step = if causal { self.keys.min(keys) } else { keys };
+        (0..keys).step_by(step.max(1)).map(move |j0| {
+            let first_row = if causal { j0.saturating_sub(i0) } else { 0 };
+            (j0, (j0 + step).min(keys), first_row)
+        })
+    }
 }
 
 /// The query blocks `(i0, i1)` of a sequence of `seq` rows.

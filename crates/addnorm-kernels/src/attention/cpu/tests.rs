@@ -3,6 +3,7 @@
 
 use super::backward::{Saved, backward, backward_with};
 use super::forward::{forward, forward_with};
+use super::{Cut, Parts};
 use crate::attention::spec::{AttentionSpec, HeadLayout};
 use crate::cpu::test_values::{gradients, inputs};
 
@@ -197,18 +198,18 @@ fn soft_capped_kernels_match_the_reference() {
     }
 }
 
-/// The forward's and backward's outputs, bit patterns, with the scratch rows
-/// `row_stride(n_k)` apart, the gradient buffers holding `stale` before the backward.
+/// The forward's and backward's outputs, bit patterns, with the work cut as `cut` says,
+/// the gradient buffers holding `stale` before the backward.
 fn bits_with(
     l: HeadLayout,
     spec: &AttentionSpec,
     [q, k, v, dout]: [&[f32]; 4],
-    row_stride: super::RowStride,
+    cut: Cut,
     stale: f32,
 ) -> Vec<Vec<u32>> {
     let mut out = vec![0.0; l.len()];
     let mut lse = vec![0.0; l.batch * l.heads * l.seq];
-    let max = forward_with(l, spec, [q, k, v], &mut out, &mut lse, row_stride);
+    let max = forward_with(l, spec, [q, k, v], &mut out, &mut lse, cut);
     let mut g = [(); 3].map(|()| vec![stale; l.len()]);
     let [dq, dk, dv] = &mut g;
     let saved = Saved {
@@ -218,12 +219,98 @@ fn bits_with(
         output: &out,
         lse: &lse,
     };
-    backward_with(l, spec, saved, dout, [dq, dk, dv], row_stride);
+    backward_with(l, spec, saved, dout, [dq, dk, dv], cut);
     [vec![max], out, lse]
         .into_iter()
         .chain(g)
         .map(|x| x.iter().map(|v| v.to_bits()).collect())
         .collect()
+}
+
+/// Cutting causal query blocks into row and key parts, each product running only up to
+/// the keys its rows see, changes no bit of any output against whole blocks: one and two
+/// blocks and a short last one, heads of 8 to 33 features, with and without the soft cap,
+/// and at logits large enough that masked keys' exponentials would saturate.
+#[test]
+fn causal_parts_change_no_bit() {
+    let shapes = [
+        (2, 17, 2, 16),
+        (1, 64, 1, 8),
+        (1, 128, 2, 32),
+        (1, 130, 1, 33),
+        (2, 70, 3, 8),
+    ];
+    let whole = Cut {
+        parts: Parts::WHOLE,
+        ..Cut::KERNELS
+    };
+    for (batch, seq, heads, d_head) in shapes {
+        let l = HeadLayout {
+            batch,
+            seq,
+            heads,
+            d_head,
+        };
+        for (scale, cap) in [(0.8, None), (0.8, Some(1.5)), (40.0, None)] {
+            let mut spec = AttentionSpec::causal(heads, d_head).with_scale(scale);
+            if let Some(c) = cap {
+                spec = spec.with_softcap(c);
+            }
+            let q: Vec<f32> = inputs(l.len(), 2e-3, -1.0);
+            let k: Vec<f32> = gradients(l.len(), 2.2e-3, -1.1);
+            let v: Vec<f32> = inputs(l.len(), 1.5e-3, -0.7).into_iter().rev().collect();
+            let dout: Vec<f32> = gradients(l.len(), 1e-3, -0.5);
+            let operands = [&q[..], &k, &v, &dout];
+            assert_eq!(
+                bits_with(l, &spec, operands, Cut::KERNELS, 0.0),
+                bits_with(l, &spec, operands, whole, 0.0),
+                "{l:?} scale {scale} cap {cap:?}"
+            );
+        }
+    }
+}
+
+/// The causal parts of a block: row parts of [`PART_ROWS`](super::PART_ROWS) whose keys end at their last
+/// row's, rounded up to [`KEY_PART`](super::KEY_PART); key parts of [`KEY_PART`](super::KEY_PART) that skip the rows before
+/// their first key; without the mask, one part.
+#[test]
+fn causal_parts_cover_each_block() {
+    let rows: Vec<_> = Parts::CAUSAL.rows(true, (64, 128), 128).collect();
+    assert_eq!(
+        rows,
+        [
+            (0, 12, 80),
+            (12, 24, 96),
+            (24, 36, 112),
+            (36, 48, 112),
+            (48, 60, 128),
+            (60, 64, 128)
+        ]
+    );
+    let keys: Vec<_> = Parts::CAUSAL.keys(true, 64, 128).collect();
+    assert_eq!(keys[3], (48, 64, 0));
+    assert_eq!(keys[4], (64, 80, 0));
+    assert_eq!(keys[7], (112, 128, 48));
+    assert_eq!(
+        Parts::CAUSAL.rows(true, (0, 17), 17).last(),
+        Some((12, 17, 17))
+    );
+    assert_eq!(
+        Parts::CAUSAL.rows(false, (0, 64), 128).collect::<Vec<_>>(),
+        [(0, 64, 128)]
+    );
+    assert_eq!(
+        Parts::CAUSAL.keys(false, 64, 128).collect::<Vec<_>>(),
+        [(0, 128, 0)]
+    );
+    assert_eq!(
+        Parts::WHOLE.rows(true, (64, 128), 128).collect::<Vec<_>>(),
+        [(0, 64, 128)]
+    );
+    assert_eq!(
+        Parts::WHOLE.keys(true, 64, 128).collect::<Vec<_>>(),
+        [(0, 128, 0)]
+    );
 }
 
 /// Padding the scratch rows (so that the softmax runs whole vectors) changes no bit of
@@ -232,6 +319,10 @@ fn bits_with(
 /// on both sides of the padding's multiple of 16.
 #[test]
 fn padded_scratch_rows_change_no_bit() {
+    let unpadded = Cut {
+        row_stride: |keys| keys,
+        ..Cut::KERNELS
+    };
     let shapes = [(2, 17, 2, 16), (1, 16, 1, 8), (1, 33, 2, 8), (2, 70, 3, 8)];
     for (batch, seq, heads, d_head) in shapes {
         let l = HeadLayout {
@@ -253,8 +344,8 @@ fn padded_scratch_rows_change_no_bit() {
                 let dout: Vec<f32> = gradients(l.len(), 1e-3, -0.5);
                 let operands = [&q[..], &k, &v, &dout];
                 assert_eq!(
-                    bits_with(l, &spec, operands, super::padded_row, 0.0),
-                    bits_with(l, &spec, operands, |keys| keys, 0.0),
+                    bits_with(l, &spec, operands, Cut::KERNELS, 0.0),
+                    bits_with(l, &spec, operands, unpadded, 0.0),
                     "{l:?} scale {scale} cap {cap:?} causal {causal}"
                 );
             }
@@ -277,8 +368,8 @@ fn the_backward_writes_its_gradients_whole_over_stale_buffers() {
             let dout: Vec<f32> = gradients(l.len(), 1e-3, -0.5);
             let operands = [&q[..], &k, &v, &dout];
             assert_eq!(
-                bits_with(l, &spec, operands, super::padded_row, f32::NAN),
-                bits_with(l, &spec, operands, super::padded_row, 0.0),
+                bits_with(l, &spec, operands, Cut::KERNELS, f32::NAN),
+                bits_with(l, &spec, operands, Cut::KERNELS, 0.0),
                 "{l:?} causal {causal}"
             );
         }

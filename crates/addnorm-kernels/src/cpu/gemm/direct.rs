@@ -446,11 +446,25 @@ fn has_avx512f() -> bool {
     false
 }
 
+/// B's `k × n` elements copied into rows of `n` at `to`: by the AVX-512 kernel's 16 × 16
+/// transposes where it runs, else one element at a time ([`super::Gemm::contiguous_b`]).
+///
+/// # Safety
+/// `b` must address `k × n` live elements; `to` has room for as many.
+pub(crate) unsafe fn copy_rows(b: Strided<f32>, [k, n]: [usize; 2], to: *mut f32) {
+    #[cfg(target_arch = "x86_64")]
+    if kernel() == Some(Kernel::Avx512) && offsets_fit(b, n) {
+        // SAFETY: the kernel saw avx512f; the offsets fit; the rest is the caller's.
+        return unsafe { avx512::contiguous_rows(b, k, n, to) };
+    }
+    // SAFETY: forwarded from the caller.
+    unsafe { contiguous_rows(b, k, n, to) }
+}
+
 /// B's `k × n` elements copied into rows of `n` at `to`, one element at a time.
 ///
 /// # Safety
 /// `b` must address `k × n` live elements; `to` has room for as many.
-#[cfg(target_arch = "x86_64")]
 unsafe fn contiguous_rows(b: Strided<f32>, k: usize, n: usize, to: *mut f32) {
     for r in 0..k {
         for c in 0..n {
