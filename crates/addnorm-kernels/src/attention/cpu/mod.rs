@@ -7,8 +7,8 @@
 //!
 //! The products of a query block with all the keys it sees are strided GEMMs
 //! ([`Gemm`]: at these sizes its direct AVX-512 kernel, which does not pack its operands,
-//! else `matrixmultiply`, with the same bits). With the causal mask they run in parts
-//! (`Parts`): [`PART_ROWS`] query rows at a time, each part up to the keys its own rows
+//! else `matrixmultiply`, with the same bits). With the causal mask, in blocks that see at
+//! least [`CUT_FROM_KEYS`] keys, they run in parts (`Parts`): [`PART_ROWS`] query rows at a time, each part up to the keys its own rows
 //! see, and `dK`, `dV` [`KEY_PART`] keys at a time from the first row that sees them, so
 //! the masked triangle of a block is (nearly) never multiplied; the parts change no bit.
 //! `Kᵀ` and `Vᵀ` are copied into contiguous rows once per task ([`Gemm::contiguous_b`]),
@@ -195,13 +195,20 @@ pub const PART_ROWS: usize = 12;
 /// differently), and the parts change no bit.
 pub const KEY_PART: usize = 16;
 
+/// The fewest keys a causal query block must see to be cut into parts. Below it the
+/// masked triangle is small against the cost of more, smaller products: at the demo
+/// model's `T = 17`, parts would skip 12 of 289 products, and they made its forward
+/// 1.1–1.2× slower on one thread (PERFORMANCE.md §38).
+pub const CUT_FROM_KEYS: usize = 2 * KEY_PART;
+
 /// How a causal query block's products are cut: `rows` query rows per row part, and
-/// `keys` keys per key part (also the multiple a row part's key count is rounded up to).
-/// Without the causal mask a block is always one part.
+/// `keys` keys per key part (also the multiple a row part's key count is rounded up to),
+/// for blocks that see at least `from_keys` keys. Any other block is one part.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Parts {
     rows: usize,
     keys: usize,
+    from_keys: usize,
 }
 
 impl Parts {
@@ -209,6 +216,7 @@ impl Parts {
     pub(crate) const CAUSAL: Parts = Parts {
         rows: PART_ROWS,
         keys: KEY_PART,
+        from_keys: CUT_FROM_KEYS,
     };
 
     /// One part per block (the tests compare the bits of [`Parts::CAUSAL`] with it).
@@ -216,11 +224,17 @@ impl Parts {
     pub(crate) const WHOLE: Parts = Parts {
         rows: usize::MAX,
         keys: usize::MAX,
+        from_keys: usize::MAX,
     };
 
+    /// Whether a block that sees `keys` keys is cut.
+    fn cuts(self, causal: bool, keys: usize) -> bool {
+        causal && keys >= self.from_keys
+    }
+
     /// The row parts `(r0, r1, n_k)` of query rows `i0..i1` (`r` counted from `i0`) that
-    /// see `keys` keys in all, and the keys each part's products read: with the causal
-    /// mask, up to its last row's keys rounded up to `self.keys` (at most `keys`).
+    /// see `keys` keys in all, and the keys each part's products read: in a block that is
+    /// cut, up to its last row's keys rounded up to `self.keys` (at most `keys`).
     ///
     /// A row's keys past its own are masked (probability 0), so leaving them out of a
     /// part's `P·V` or `dS·K` leaves out terms `±0` at the end of each sum: the same bits
@@ -232,19 +246,19 @@ impl Parts {
         (i0, i1): (usize, usize),
         keys: usize,
     ) -> impl Iterator<Item = (usize, usize, usize)> {
-        let rows = i1 - i0;
-        let step = if causal { self.rows.min(rows) } else { rows };
+        let (rows, cut) = (i1 - i0, self.cuts(causal, keys));
+        let step = if cut { self.rows.min(rows) } else { rows };
         (0..rows).step_by(step.max(1)).map(move |r0| {
             let r1 = (r0 + step).min(rows);
             let seen = (i0 + r1)
                 .checked_next_multiple_of(self.keys)
                 .unwrap_or(keys);
-            (r0, r1, if causal { seen.min(keys) } else { keys })
+            (r0, r1, if cut { seen.min(keys) } else { keys })
         })
     }
 
     /// The key parts `(j0, j1, r0)` of the `keys` keys that query rows from `i0` on see,
-    /// and the first row (counted from `i0`) that sees any of them: with the causal mask,
+    /// and the first row (counted from `i0`) that sees any of them: in a block that is cut,
     /// `self.keys` keys a part, whose `dK` and `dV` sums skip the rows before `j0` (their
     /// probabilities, so their score gradients, are 0 there: terms `±0` at the start of a
     /// sum that starts from `+0`, so the same bits; a block's rows are one chain, being
@@ -255,9 +269,10 @@ impl Parts {
         i0: usize,
         keys: usize,
     ) -> impl Iterator<Item = (usize, usize, usize)> {
-        let step = if causal { self.keys.min(keys) } else { keys };
+        let cut = self.cuts(causal, keys);
+        let step = if cut { self.keys.min(keys) } else { keys };
         (0..keys).step_by(step.max(1)).map(move |j0| {
-            let first_row = if causal { j0.saturating_sub(i0) } else { 0 };
+            let first_row = if cut { j0.saturating_sub(i0) } else { 0 };
             (j0, (j0 + step).min(keys), first_row)
         })
     }

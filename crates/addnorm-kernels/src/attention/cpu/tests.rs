@@ -235,6 +235,7 @@ fn bits_with(
 fn causal_parts_change_no_bit() {
     let shapes = [
         (2, 17, 2, 16),
+        (1, 40, 2, 16),
         (1, 64, 1, 8),
         (1, 128, 2, 32),
         (1, 130, 1, 33),
@@ -272,7 +273,8 @@ fn causal_parts_change_no_bit() {
 
 /// The causal parts of a block: row parts of [`PART_ROWS`](super::PART_ROWS) whose keys end at their last
 /// row's, rounded up to [`KEY_PART`](super::KEY_PART); key parts of [`KEY_PART`](super::KEY_PART) that skip the rows before
-/// their first key; without the mask, one part.
+/// their first key; below [`CUT_FROM_KEYS`](super::CUT_FROM_KEYS) keys or without the mask, one
+/// part.
 #[test]
 fn causal_parts_cover_each_block() {
     let rows: Vec<_> = Parts::CAUSAL.rows(true, (64, 128), 128).collect();
@@ -292,9 +294,13 @@ fn causal_parts_cover_each_block() {
     assert_eq!(keys[4], (64, 80, 0));
     assert_eq!(keys[7], (112, 128, 48));
     assert_eq!(
-        Parts::CAUSAL.rows(true, (0, 17), 17).last(),
-        Some((12, 17, 17))
+        Parts::CAUSAL.rows(true, (0, 32), 32).last(),
+        Some((24, 32, 32))
     );
+    let short: Vec<_> = Parts::CAUSAL.rows(true, (0, 31), 31).collect();
+    assert_eq!(short, [(0, 31, 31)]);
+    let short: Vec<_> = Parts::CAUSAL.keys(true, 0, 31).collect();
+    assert_eq!(short, [(0, 31, 0)]);
     assert_eq!(
         Parts::CAUSAL.rows(false, (0, 64), 128).collect::<Vec<_>>(),
         [(0, 64, 128)]
