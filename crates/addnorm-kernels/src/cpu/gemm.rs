@@ -99,11 +99,28 @@ pub trait Gemm: Real {
             return b;
         }
         copy.clear();
-        for r in 0..k {
-            // SAFETY: element (r, c) of the caller's view.
-            copy.extend((0..n).map(|c| unsafe { *b.from(r, c).ptr }));
+        copy.reserve(k * n);
+        // SAFETY: b addresses k × n live elements (caller); `copy` has room for them, all
+        // written by the call.
+        unsafe {
+            Self::copy_rows(b, [k, n], copy.as_mut_ptr());
+            copy.set_len(k * n);
         }
         Strided::rows(copy.as_mut_ptr(), n)
+    }
+
+    /// B's `k × n` elements written into rows of `n` at `to`, for [`Gemm::contiguous_b`]:
+    /// one element at a time here.
+    ///
+    /// # Safety
+    /// `b` must address `k × n` live elements; `to` must have room for as many.
+    unsafe fn copy_rows(b: Strided<Self>, [k, n]: [usize; 2], to: *mut Self) {
+        for r in 0..k {
+            for c in 0..n {
+                // SAFETY: element (r, c) of the caller's view, and of `to`.
+                unsafe { *to.add(r * n + c) = *b.from(r, c).ptr };
+            }
+        }
     }
 
     /// `C ← α·A·B + 1·bᵀ`: [`Gemm::gemm`] with `β = 1` on a C whose every row held the
@@ -162,23 +179,9 @@ impl Gemm for f32 {
         }
     }
 
-    unsafe fn contiguous_b(
-        b: Strided<f32>,
-        [k, n]: [usize; 2],
-        copy: &mut Vec<f32>,
-    ) -> Strided<f32> {
-        if b.col_stride == 1 {
-            return b;
-        }
-        copy.clear();
-        copy.reserve(k * n);
-        // SAFETY: b addresses k × n live elements (caller); `copy` has room for them, all
-        // written by the call.
-        unsafe {
-            direct::copy_rows(b, [k, n], copy.as_mut_ptr());
-            copy.set_len(k * n);
-        }
-        Strided::rows(copy.as_mut_ptr(), n)
+    unsafe fn copy_rows(b: Strided<f32>, dims: [usize; 2], to: *mut f32) {
+        // SAFETY: forwarded from the caller.
+        unsafe { direct::copy_rows(b, dims, to) }
     }
 
     unsafe fn prepare_b(b: Strided<f32>, [k, n]: [usize; 2]) -> PreparedB<f32> {

@@ -245,7 +245,18 @@ fn causal_parts_change_no_bit() {
         parts: Parts::WHOLE,
         ..Cut::KERNELS
     };
-    for (batch, seq, heads, d_head) in shapes {
+    assert_same_bits_as_the_kernels(&shapes, &[true], whole);
+}
+
+/// Asserts that the kernels' cut and `other` give every output the same bits, for each
+/// `(batch, seq, heads, d_head)` of `shapes` and each of `causal`, with and without the
+/// soft cap, and at a scale large enough that masked keys' exponentials would saturate.
+fn assert_same_bits_as_the_kernels(
+    shapes: &[(usize, usize, usize, usize)],
+    causal: &[bool],
+    other: Cut,
+) {
+    for &(batch, seq, heads, d_head) in shapes {
         let l = HeadLayout {
             batch,
             seq,
@@ -253,28 +264,31 @@ fn causal_parts_change_no_bit() {
             d_head,
         };
         for (scale, cap) in [(0.8, None), (0.8, Some(1.5)), (40.0, None)] {
-            let mut spec = AttentionSpec::causal(heads, d_head).with_scale(scale);
-            if let Some(c) = cap {
-                spec = spec.with_softcap(c);
+            for &causal in causal {
+                let mut spec = AttentionSpec::causal(heads, d_head).with_scale(scale);
+                spec.causal = causal;
+                if let Some(c) = cap {
+                    spec = spec.with_softcap(c);
+                }
+                let q: Vec<f32> = inputs(l.len(), 2e-3, -1.0);
+                let k: Vec<f32> = gradients(l.len(), 2.2e-3, -1.1);
+                let v: Vec<f32> = inputs(l.len(), 1.5e-3, -0.7).into_iter().rev().collect();
+                let dout: Vec<f32> = gradients(l.len(), 1e-3, -0.5);
+                let operands = [&q[..], &k, &v, &dout];
+                assert_eq!(
+                    bits_with(l, &spec, operands, Cut::KERNELS, 0.0),
+                    bits_with(l, &spec, operands, other, 0.0),
+                    "{l:?} scale {scale} cap {cap:?} causal {causal}"
+                );
             }
-            let q: Vec<f32> = inputs(l.len(), 2e-3, -1.0);
-            let k: Vec<f32> = gradients(l.len(), 2.2e-3, -1.1);
-            let v: Vec<f32> = inputs(l.len(), 1.5e-3, -0.7).into_iter().rev().collect();
-            let dout: Vec<f32> = gradients(l.len(), 1e-3, -0.5);
-            let operands = [&q[..], &k, &v, &dout];
-            assert_eq!(
-                bits_with(l, &spec, operands, Cut::KERNELS, 0.0),
-                bits_with(l, &spec, operands, whole, 0.0),
-                "{l:?} scale {scale} cap {cap:?}"
-            );
         }
     }
 }
 
-/// The causal parts of a block: row parts of [`PART_ROWS`](super::PART_ROWS) whose keys end at their last
-/// row's, rounded up to [`KEY_PART`](super::KEY_PART); key parts of [`KEY_PART`](super::KEY_PART) that skip the rows before
-/// their first key; below [`CUT_FROM_KEYS`](super::CUT_FROM_KEYS) keys or without the mask, one
-/// part.
+/// The causal parts of a block: row parts of [`PART_ROWS`](super::PART_ROWS) whose keys
+/// end at their last row's, rounded up to [`KEY_PART`](super::KEY_PART); key parts of
+/// [`KEY_PART`](super::KEY_PART) that skip the rows before their first key; below
+/// [`CUT_FROM_KEYS`](super::CUT_FROM_KEYS) keys or without the mask, one part.
 #[test]
 fn causal_parts_cover_each_block() {
     let rows: Vec<_> = Parts::CAUSAL.rows(true, (64, 128), 128).collect();
@@ -330,33 +344,7 @@ fn padded_scratch_rows_change_no_bit() {
         ..Cut::KERNELS
     };
     let shapes = [(2, 17, 2, 16), (1, 16, 1, 8), (1, 33, 2, 8), (2, 70, 3, 8)];
-    for (batch, seq, heads, d_head) in shapes {
-        let l = HeadLayout {
-            batch,
-            seq,
-            heads,
-            d_head,
-        };
-        for (scale, cap) in [(0.8, None), (0.8, Some(1.5)), (40.0, None)] {
-            for causal in [true, false] {
-                let mut spec = AttentionSpec::causal(heads, d_head).with_scale(scale);
-                spec.causal = causal;
-                if let Some(c) = cap {
-                    spec = spec.with_softcap(c);
-                }
-                let q: Vec<f32> = inputs(l.len(), 2e-3, -1.0);
-                let k: Vec<f32> = gradients(l.len(), 2.2e-3, -1.1);
-                let v: Vec<f32> = inputs(l.len(), 1.5e-3, -0.7).into_iter().rev().collect();
-                let dout: Vec<f32> = gradients(l.len(), 1e-3, -0.5);
-                let operands = [&q[..], &k, &v, &dout];
-                assert_eq!(
-                    bits_with(l, &spec, operands, Cut::KERNELS, 0.0),
-                    bits_with(l, &spec, operands, unpadded, 0.0),
-                    "{l:?} scale {scale} cap {cap:?} causal {causal}"
-                );
-            }
-        }
-    }
+    assert_same_bits_as_the_kernels(&shapes, &[true, false], unpadded);
 }
 
 /// The backward writes dQ, dK and dV whole over whatever the buffers held (the output pool
