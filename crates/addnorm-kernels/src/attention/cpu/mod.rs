@@ -8,8 +8,9 @@
 //! The products of a query block with all the keys it sees are strided GEMMs
 //! ([`Gemm`]: at these sizes its direct AVX-512 kernel, which does not pack its operands,
 //! else `matrixmultiply`, with the same bits). With the causal mask, in blocks that see at
-//! least [`CUT_FROM_KEYS`] keys, they run in parts (`Parts`): [`PART_ROWS`] query rows at a time, each part up to the keys its own rows
-//! see, and `dK`, `dV` [`KEY_PART`] keys at a time from the first row that sees them, so
+//! least [`CUT_FROM_KEYS`] keys, they run in parts (`Parts`): [`PART_ROWS`] query rows at
+//! a time, each part up to the keys its own rows see; `dK` and `dV` for the keys every row
+//! sees at once, then [`KEY_PART`] keys at a time from the first row that sees them. So
 //! the masked triangle of a block is (nearly) never multiplied; the parts change no bit.
 //! `Kᵀ` and `Vᵀ` are copied into contiguous rows once per task ([`Gemm::contiguous_b`]),
 //! not by each product. The softmax and its backward are row loops
@@ -258,11 +259,12 @@ impl Parts {
     }
 
     /// The key parts `(j0, j1, r0)` of the `keys` keys that query rows from `i0` on see,
-    /// and the first row (counted from `i0`) that sees any of them: in a block that is cut,
-    /// `self.keys` keys a part, whose `dK` and `dV` sums skip the rows before `j0` (their
-    /// probabilities, so their score gradients, are 0 there: terms `±0` at the start of a
-    /// sum that starts from `+0`, so the same bits; a block's rows are one chain, being
-    /// fewer than the GEMM's `KC`).
+    /// and the first row (counted from `i0`) that sees any of them. In a block that is cut:
+    /// the keys before the block's first row, which every row sees, as one part (down to a
+    /// multiple of `self.keys`), then `self.keys` keys a part, whose `dK` and `dV` sums
+    /// skip the rows before `j0` (their probabilities, so their score gradients, are 0
+    /// there: terms `±0` at the start of a sum that starts from `+0`, so the same bits; a
+    /// block's rows are one chain, being fewer than the GEMM's `KC`).
     fn keys(
         self,
         causal: bool,
@@ -270,11 +272,16 @@ impl Parts {
         keys: usize,
     ) -> impl Iterator<Item = (usize, usize, usize)> {
         let cut = self.cuts(causal, keys);
-        let step = if cut { self.keys.min(keys) } else { keys };
-        (0..keys).step_by(step.max(1)).map(move |j0| {
+        let (seen_by_all, step) = match cut {
+            true => ((i0 - i0 % self.keys).min(keys), self.keys),
+            false => (keys, keys),
+        };
+        let whole = (seen_by_all > 0).then_some((0, seen_by_all, 0));
+        let diagonal = (seen_by_all..keys).step_by(step.max(1)).map(move |j0| {
             let first_row = if cut { j0.saturating_sub(i0) } else { 0 };
             (j0, (j0 + step).min(keys), first_row)
-        })
+        });
+        whole.into_iter().chain(diagonal)
     }
 }
 

@@ -286,8 +286,9 @@ fn assert_same_bits_as_the_kernels(
 }
 
 /// The causal parts of a block: row parts of [`PART_ROWS`](super::PART_ROWS) whose keys
-/// end at their last row's, rounded up to [`KEY_PART`](super::KEY_PART); key parts of
-/// [`KEY_PART`](super::KEY_PART) that skip the rows before their first key; below
+/// end at their last row's, rounded up to [`KEY_PART`](super::KEY_PART); the keys every
+/// row sees as one key part, then key parts of [`KEY_PART`](super::KEY_PART) that skip the
+/// rows before their first key; below
 /// [`CUT_FROM_KEYS`](super::CUT_FROM_KEYS) keys or without the mask, one part.
 #[test]
 fn causal_parts_cover_each_block() {
@@ -304,9 +305,21 @@ fn causal_parts_cover_each_block() {
         ]
     );
     let keys: Vec<_> = Parts::CAUSAL.keys(true, 64, 128).collect();
-    assert_eq!(keys[3], (48, 64, 0));
-    assert_eq!(keys[4], (64, 80, 0));
-    assert_eq!(keys[7], (112, 128, 48));
+    assert_eq!(
+        keys,
+        [
+            (0, 64, 0),
+            (64, 80, 0),
+            (80, 96, 16),
+            (96, 112, 32),
+            (112, 128, 48)
+        ]
+    );
+    let first: Vec<_> = Parts::CAUSAL.keys(true, 0, 64).collect();
+    assert_eq!(
+        first,
+        [(0, 16, 0), (16, 32, 16), (32, 48, 32), (48, 64, 48)]
+    );
     assert_eq!(
         Parts::CAUSAL.rows(true, (0, 32), 32).last(),
         Some((24, 32, 32))
