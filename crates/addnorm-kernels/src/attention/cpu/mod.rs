@@ -235,7 +235,8 @@ impl Parts {
 
     /// The row parts `(r0, r1, n_k)` of query rows `i0..i1` (`r` counted from `i0`) that
     /// see `keys` keys in all, and the keys each part's products read: in a block that is
-    /// cut, up to its last row's keys rounded up to `self.keys` (at most `keys`).
+    /// cut, `self.rows` rows a part, up to its last row's keys rounded up to `self.keys`
+    /// (at most `keys`), parts that would read as many keys as the next joined into one.
     ///
     /// A row's keys past its own are masked (probability 0), so leaving them out of a
     /// part's `P·V` or `dS·K` leaves out terms `±0` at the end of each sum: the same bits
@@ -248,13 +249,22 @@ impl Parts {
         keys: usize,
     ) -> impl Iterator<Item = (usize, usize, usize)> {
         let (rows, cut) = (i1 - i0, self.cuts(causal, keys));
-        let step = if cut { self.rows.min(rows) } else { rows };
-        (0..rows).step_by(step.max(1)).map(move |r0| {
-            let r1 = (r0 + step).min(rows);
-            let seen = (i0 + r1)
+        let step = if cut { self.rows.min(rows) } else { rows }.max(1);
+        let seen_to = move |r1: usize| match cut {
+            true => (i0 + r1)
                 .checked_next_multiple_of(self.keys)
-                .unwrap_or(keys);
-            (r0, r1, if cut { seen.min(keys) } else { keys })
+                .map_or(keys, |seen| seen.min(keys)),
+            false => keys,
+        };
+        let mut r0 = 0;
+        std::iter::from_fn(move || {
+            let mut r1 = (r0 + step).min(rows);
+            while r1 < rows && seen_to((r1 + step).min(rows)) == seen_to(r1) {
+                r1 = (r1 + step).min(rows);
+            }
+            let part = (r0 < rows).then_some((r0, r1, seen_to(r1)));
+            r0 = r1;
+            part
         })
     }
 
