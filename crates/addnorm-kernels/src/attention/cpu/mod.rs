@@ -189,11 +189,11 @@ where
 pub const PART_ROWS: usize = 12;
 
 /// Keys per key part of a causal query block's `dK` and `dV`, and the multiple that a row
-/// part's key count is rounded up to. A multiple of 16, so that each
-/// part's first key lies where a 16 × 16 tile of `matrixmultiply`'s kernel starts in the
-/// whole product: the direct GEMM then joins every element to C as it did for the whole
-/// block (`dK += scale·dSᵀ·Q_b` has `α ≠ 1`, where whole and edge tiles round
-/// differently), and the parts change no bit.
+/// part's key count is rounded up to. A multiple of 16, so that each part's first key lies
+/// where a 16 × 16 tile of `matrixmultiply`'s kernel starts in the whole product: the
+/// direct GEMM then joins every element to C as it did for the whole block
+/// (`dK += scale·dSᵀ·Q_b` has `α ≠ 1`, where whole and edge tiles round differently), and
+/// the parts change no bit.
 pub const KEY_PART: usize = 16;
 
 /// The fewest keys a causal query block must see to be cut into parts. Below it the
