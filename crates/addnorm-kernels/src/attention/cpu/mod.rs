@@ -240,8 +240,10 @@ impl Parts {
     ///
     /// A row's keys past its own are masked (probability 0), so leaving them out of a
     /// part's `P·V` or `dS·K` leaves out terms `±0` at the end of each sum: the same bits
-    /// (save the sign of an exactly zero sum). The rounding up makes every score gradient
-    /// a key part reads ([`Parts::keys`]) one that its row's part computed.
+    /// (save the sign of an exactly zero sum) for finite inputs. (A non-finite key or value
+    /// now reaches fewer of the rows that do not see it: `0·∞` is NaN.) The rounding up
+    /// makes every score gradient a key part reads ([`Parts::keys`]) one that its row's
+    /// part computed.
     fn rows(
         self,
         causal: bool,
