@@ -114,13 +114,9 @@ pub trait Gemm: Real {
     ///
     /// # Safety
     /// `b` must address `k × n` live elements; `to` must have room for as many.
-    unsafe fn copy_rows(b: Strided<Self>, [k, n]: [usize; 2], to: *mut Self) {
-        for r in 0..k {
-            for c in 0..n {
-                // SAFETY: element (r, c) of the caller's view, and of `to`.
-                unsafe { *to.add(r * n + c) = *b.from(r, c).ptr };
-            }
-        }
+    unsafe fn copy_rows(b: Strided<Self>, dims: [usize; 2], to: *mut Self) {
+        // SAFETY: forwarded from the caller.
+        unsafe { copy_rows_one_by_one(b, dims, to) }
     }
 
     /// `C ← α·A·B + 1·bᵀ`: [`Gemm::gemm`] with `β = 1` on a C whose every row held the
@@ -287,6 +283,20 @@ unsafe fn with_b_in_place<E: Gemm>(
         match bias {
             Some(bias) => E::gemm_plus_rows(dims, alpha, a, b.view, bias, c),
             None => E::gemm(dims, alpha, a, b.view, E::ZERO, c),
+        }
+    }
+}
+
+/// B's `k × n` elements copied into rows of `n` at `to`, one element at a time: what
+/// [`Gemm::copy_rows`] does where no faster copy is known.
+///
+/// # Safety
+/// `b` must address `k × n` live elements; `to` must have room for as many.
+unsafe fn copy_rows_one_by_one<E: Copy>(b: Strided<E>, [k, n]: [usize; 2], to: *mut E) {
+    for r in 0..k {
+        for c in 0..n {
+            // SAFETY: element (r, c) of the caller's view, and of `to`.
+            unsafe { *to.add(r * n + c) = *b.from(r, c).ptr };
         }
     }
 }

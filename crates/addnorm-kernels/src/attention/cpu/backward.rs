@@ -17,8 +17,8 @@
 //! One task per (batch, head): its query blocks run in order because each adds into the
 //! head's dK and dV (rows `0..n_k`), which belong to that task alone. The task copies the
 //! head's `Kᵀ` and `Vᵀ` into contiguous rows once; with the causal mask each product runs
-//! in parts (see the [parent module](super)). `P` and `dS` are
-//! scratch matrices with rows [`padded_row`](super::padded_row)`(n_k)` apart, as in the forward.
+//! in parts (see the [parent module](super)). `P` and `dS` are scratch matrices with rows
+//! [`padded_row`](super::padded_row)`(n_k)` apart, as in the forward.
 //!
 //! # Shapes
 //! - `q`, `k`, `v`, `output`, `grad_output`, the gradients: `[batch, T, d_model]`
@@ -186,7 +186,7 @@ impl<E: Gemm> Call<'_, E> {
             }
         };
         for (i0, i1) in query_blocks(self.layout.seq) {
-            self.block(scratch, transposed, bh, (i0, i1));
+            self.block(scratch, transposed, (bh, head), (i0, i1));
         }
     }
 
@@ -205,17 +205,16 @@ impl<E: Gemm> Call<'_, E> {
         }
     }
 
-    /// Adds one query block's contributions.
+    /// Adds one query block's contributions (`bh = b·heads + h`; `head`: the offset of the
+    /// head's first element).
     fn block(
         &self,
         scratch: &mut Scratch<E>,
         transposed: Transposed<E>,
-        bh: usize,
+        (bh, head): (usize, usize),
         (i0, i1): (usize, usize),
     ) {
-        let layout = self.layout;
-        let (b, h) = (bh / layout.heads, bh % layout.heads);
-        let keys = layout.visible_keys(i1 - 1, self.causal);
+        let keys = self.layout.visible_keys(i1 - 1, self.causal);
         let stride = (self.cut.row_stride)(keys);
         // Each row part's GEMMs write its key columns of P and dP (β = 0: they read none);
         // what lies past them keeps what the last block left, which no GEMM reads and
@@ -225,7 +224,7 @@ impl<E: Gemm> Call<'_, E> {
         }
         let block = Block {
             bh,
-            head: layout.offset(b, h),
+            head,
             rows: (i0, i1),
             keys,
             stride,

@@ -14,10 +14,10 @@
 //! max_logit = max_i m_i
 //! ```
 //!
-//! The block's scores live in a scratch matrix whose rows are [`padded_row`](super::padded_row)`(n_k)` apart;
-//! the softmax runs over whole padded rows (the padding and the masked keys set to 0 before
-//! the sum, which they leave unchanged), so each element's bits are those of a loop over
-//! the visible keys alone.
+//! The block's scores live in a scratch matrix whose rows are
+//! [`padded_row`](super::padded_row)`(n_k)` apart; the softmax runs over whole padded rows
+//! (the padding and the masked keys set to 0 before the sum, which they leave unchanged),
+//! so each element's bits are those of a loop over the visible keys alone.
 //!
 //! # Shapes
 //! - `q`, `k`, `v`, `output`: `[batch, T, d_model]`; `lse`: `[batch, heads, T]`

@@ -44,7 +44,7 @@
 //! `A: [m, k]` (any strides), `B: [k, n]`, `C: [m, n]` with unit column stride;
 //! micro-tiles of up to 12 rows × 32 columns (AVX-512) or 6 rows × 16 columns (AVX2).
 
-use super::Strided;
+use super::{Strided, copy_rows_one_by_one};
 use crate::cpu::dispatch::{InstructionSet, detected};
 use crate::cpu::scratch::Scratch;
 
@@ -246,7 +246,7 @@ unsafe fn arrange<C: CopyOfB>(
             // has room for them.
             Kernel::Avx512 => unsafe { avx512::contiguous_rows(b, k, n, to) },
             // SAFETY: as above, without the instruction set.
-            Kernel::Avx2Fma => unsafe { contiguous_rows(b, k, n, to) },
+            Kernel::Avx2Fma => unsafe { copy_rows_one_by_one(b, [k, n], to) },
         })
     });
     let (ptr, row) = match &contiguous {
@@ -458,24 +458,7 @@ pub(crate) unsafe fn copy_rows(b: Strided<f32>, [k, n]: [usize; 2], to: *mut f32
         return unsafe { avx512::contiguous_rows(b, k, n, to) };
     }
     // SAFETY: forwarded from the caller.
-    unsafe { contiguous_rows(b, k, n, to) }
-}
-
-/// B's `k × n` elements copied into rows of `n` at `to`, one element at a time.
-///
-/// # Safety
-/// `b` must address `k × n` live elements; `to` has room for as many.
-unsafe fn contiguous_rows(b: Strided<f32>, k: usize, n: usize, to: *mut f32) {
-    for r in 0..k {
-        for c in 0..n {
-            // SAFETY: element (r, c) of the caller's view, and of `to`.
-            unsafe {
-                *to.add(r * n + c) = *b
-                    .ptr
-                    .offset(r as isize * b.row_stride + c as isize * b.col_stride);
-            }
-        }
-    }
+    unsafe { copy_rows_one_by_one(b, [k, n], to) }
 }
 
 /// Whether [`sgemm`] takes a call of these sizes and strides on `kernel`.
