@@ -14,9 +14,12 @@
 //! per call). With `MIN` set, each round keeps its fastest call instead of its median.
 //! With `COLD=N`, the calls cycle through `N` copies of their operands (about 5 MiB a copy
 //! for the feed-forward layers: 16 put them out of a 48 MiB L3), as in a training step,
-//! where each layer's operands were last touched several layers ago.
+//! where each layer's operands were last touched several layers ago. The operands start on
+//! 64-byte lines, as the kernels' outputs do; `OFFSET=4` puts them 16 bytes past one, where
+//! glibc's `malloc` starts a large `Vec` (PERFORMANCE.md §39).
 //! PERFORMANCE.md §30 quotes it.
 
+use addnorm_kernels::cpu::aligned::Aligned;
 use addnorm_kernels::linear::cpu::{LinearDims, backward_input, backward_parameters, forward};
 
 #[path = "shared/timing.rs"]
@@ -44,7 +47,7 @@ fn main() {
     println!("|---|---|---|---|---|---|---|");
     for (label, rows, d_in, d_out) in CASES {
         let dims = LinearDims { rows, d_in, d_out };
-        let copies: Vec<[Vec<f32>; 4]> = (0..cold_copies())
+        let copies: Vec<[Aligned<f32>; 4]> = (0..cold_copies())
             .map(|copy| {
                 [
                     (rows * d_in, 1),

@@ -1,16 +1,30 @@
 //! What the kernel examples that time calls alone share (`attention_shapes`,
 //! `linear_shapes`, `norm_shapes`): their `ROUNDS` option and header line, deterministic
-//! operands, a call's median time, or its fastest with `MIN` set, over a number of calls
+//! operands on 64-byte lines (or `OFFSET` elements past them), a call's median time, or its fastest with `MIN` set, over a number of calls
 //! after 5 unmeasured ones, and each call's best over the rounds.
 
 use std::hint::black_box;
 use std::time::Instant;
 
-/// `len` deterministic values in [-1, 1), different for each `seed`.
-pub fn operand(len: usize, seed: usize) -> Vec<f32> {
-    (0..len)
-        .map(|i| ((i * 7919 + seed * 104_729) % 2001) as f32 / 1000.0 - 1.0)
-        .collect()
+use addnorm_kernels::cpu::aligned::Aligned;
+
+/// `len` deterministic values in [-1, 1), different for each `seed`, starting on a 64-byte
+/// line as the kernels' outputs do (`addnorm_kernels::cpu::aligned`), or `OFFSET` elements
+/// past one: `OFFSET=4` puts them 16 bytes in, where glibc's `malloc` starts a large `Vec`.
+///
+/// # Panics
+/// If `OFFSET` is not a number below 16.
+pub fn operand(len: usize, seed: usize) -> Aligned<f32> {
+    let offset = std::env::var("OFFSET").map_or(0, |o| {
+        o.parse().ok().filter(|&o| o < 16).expect("OFFSET: 0 to 15")
+    });
+    let mut buffer = vec![0.0; len + 32];
+    let address = buffer.as_ptr() as usize;
+    let start = (address.next_multiple_of(64) - address) / 4 + offset;
+    for (i, v) in buffer[start..start + len].iter_mut().enumerate() {
+        *v = ((i * 7919 + seed * 104_729) % 2001) as f32 / 1000.0 - 1.0;
+    }
+    Aligned::from_parts(buffer, start, len)
 }
 
 /// The median of `values` (the upper one of an even count).

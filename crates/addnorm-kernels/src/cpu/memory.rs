@@ -1,5 +1,9 @@
-//! Output buffers for the fused CPU kernels, backed by transparent huge pages where the OS
-//! offers them.
+//! Output buffers for the fused CPU kernels: their first element on a 64-byte boundary
+//! ([`Aligned`]), backed by transparent huge pages where the OS offers them.
+//!
+//! Every output starts on a cache line, so that the next kernel's vector loads of it (a
+//! GEMM's B, a norm's rows) and this kernel's stores each touch one line, not two (see
+//! [`super::aligned`]).
 //!
 //! A fresh `[rows, n]` output of a few MiB comes from the allocator as untouched pages, and
 //! the kernel's first write to each 4 KiB page takes a page fault. At 4096×1024 f32 that is
@@ -8,7 +12,7 @@
 //! region with 2 MiB pages when asked with `madvise(MADV_HUGEPAGE)`: 8 faults instead of
 //! 4096. PyTorch's CPU allocator does the same (`THP_MEM_ALLOC_ENABLE`).
 //!
-//! The advice changes neither the contents nor the ownership of the buffer: it stays a
+//! The advice changes neither the contents nor the ownership of the buffer: it stays in a
 //! plain `Vec` freed by the global allocator. Elsewhere than Linux, or when the kernel
 //! refuses (THP off), nothing changes.
 //!
@@ -22,9 +26,12 @@
 //! `[⌈start / 2 MiB⌉·2 MiB, ⌊end / 2 MiB⌋·2 MiB)`, and only for buffers of at least
 //! [`HUGE_PAGE_MIN_BYTES`].
 //!
+//! The first element is at `⌈p / 64⌉·64` for the `Vec`'s pointer `p` ([`Aligned`]).
+//!
 //! # Shapes
 //! A buffer of `len` elements, `len·size_of::<E>()` bytes.
 
+use super::aligned::Aligned;
 use super::real::Real;
 
 /// The size of a transparent huge page on x86-64 and aarch64 Linux.
@@ -47,7 +54,7 @@ pub const HUGE_PAGE_MIN_BYTES: usize = 4 << 20;
 /// 14 steps, `perf record -e exceptions:page_fault_user`). Writing one zero per 4 KiB page
 /// first leaves one plain fault per page. The stores are volatile: the compiler knows the
 /// memory is zero already and would drop plain ones.
-pub fn zeroed_output<E: Real>(len: usize) -> Vec<E> {
+pub fn zeroed_output<E: Real>(len: usize) -> Aligned<E> {
     if let Some(mut buffer) = reused::<E>(len) {
         buffer.fill(E::ZERO);
         return buffer;
@@ -60,15 +67,15 @@ pub fn zeroed_output<E: Real>(len: usize) -> Vec<E> {
 /// Every element holds a value either way, so this is safe; a kernel that left one
 /// unwritten would return a stale value, which its tests rule out by running on a pooled
 /// buffer of NaNs (`norm::ndarray`, `attention::ndarray`).
-pub fn overwritten_output<E: Real>(len: usize) -> Vec<E> {
+pub fn overwritten_output<E: Real>(len: usize) -> Aligned<E> {
     reused::<E>(len).unwrap_or_else(|| fresh_zeroed(len))
 }
 
 /// A new zeroed buffer, advised and with every page written once (see [`zeroed_output`]).
-fn fresh_zeroed<E: Real>(len: usize) -> Vec<E> {
+fn fresh_zeroed<E: Real>(len: usize) -> Aligned<E> {
     // Zeroed allocations of this size come straight from the OS as zero pages: no memset,
     // so the advice lands before the first touch.
-    let mut buffer = vec![E::ZERO; len];
+    let mut buffer = Aligned::<E>::zeroed(len);
     lend_new(&buffer);
     advise_huge_pages(&buffer);
     let per_page = (4096 / size_of::<E>()).max(1);
@@ -88,23 +95,25 @@ fn fresh_zeroed<E: Real>(len: usize) -> Vec<E> {
 /// # Safety
 /// `fill` must write every one of the `len` elements (e.g. a GEMM with β = 0) before it
 /// returns, and must not read an element it has not written.
-pub unsafe fn written_output<E: Real>(len: usize, fill: impl FnOnce(*mut E)) -> Vec<E> {
+pub unsafe fn written_output<E: Real>(len: usize, fill: impl FnOnce(*mut E)) -> Aligned<E> {
     if let Some(mut buffer) = reused::<E>(len) {
         fill(buffer.as_mut_ptr());
         return buffer;
     }
-    let mut buffer: Vec<E> = Vec::with_capacity(len);
-    advise_range(buffer.as_ptr() as usize, len * size_of::<E>());
-    fill(buffer.as_mut_ptr());
-    // SAFETY: the capacity is `len`, and the caller's `fill` initialized all of it.
-    unsafe { buffer.set_len(len) };
+    // SAFETY: the caller's `fill` writes all `len` elements, after the pages are advised.
+    let buffer = unsafe {
+        Aligned::written(len, |ptr| {
+            advise_range(ptr as usize, len * size_of::<E>());
+            fill(ptr);
+        })
+    };
     lend_new(&buffer);
     buffer
 }
 
 /// A free buffer of `len` elements from the output pool (`super::output_pool`), whose
 /// pages are mapped already; `None` without the `ndarray` feature.
-fn reused<E: Real>(len: usize) -> Option<Vec<E>> {
+fn reused<E: Real>(len: usize) -> Option<Aligned<E>> {
     #[cfg(feature = "ndarray")]
     return super::output_pool::take(len);
     #[cfg(not(feature = "ndarray"))]

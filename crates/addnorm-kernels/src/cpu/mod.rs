@@ -8,7 +8,8 @@
 //! - [`exp`], [`tanh`]: vectorizable f32 `exp` and `tanh` (the softmax, GELU, DyT).
 //! - [`gemm`]: strided GEMMs on slices, for attention and linear layers: a direct AVX-512
 //!   kernel for small and thin products, `matrixmultiply` for the rest, with the same bits.
-//! - [`memory`]: output buffers on transparent huge pages.
+//! - [`aligned`]: buffers whose first element starts a cache line, inside a plain `Vec`.
+//! - [`memory`]: output buffers, 64-byte aligned, on transparent huge pages.
 //! - [`output_pool`] (with the `ndarray` feature): the kernels' large outputs reused once
 //!   Burn drops them, so a step writes into pages the last step mapped.
 //! - [`parallel`]: a kernel's tasks in parallel, the calling thread taking part when it is
@@ -31,6 +32,7 @@
 //! # Counters
 //! [`fused_calls`] is [`crate::fused::fused_calls`], re-exported here at its old path.
 
+pub mod aligned;
 pub mod allocator;
 pub mod dispatch;
 pub mod exp;

@@ -22,6 +22,7 @@ use burn::backend::ndarray::{
 };
 use burn::tensor::backend::Backend;
 
+use super::aligned::Aligned;
 use super::memory::{written_output, zeroed_output};
 use super::output_pool;
 use super::real::Real;
@@ -50,8 +51,9 @@ pub(crate) trait NdArrayReal: Real {
     /// The tensor's elements in row-major order, borrowed when they already are, or `None`
     /// when the tensor holds another dtype.
     fn elements(tensor: &NdArrayTensor) -> Option<Cow<'_, [Self]>>;
-    /// A new tensor of `shape` from row-major `values`.
-    fn tensor(values: Vec<Self>, shape: Vec<usize>) -> NdArrayTensor;
+    /// A new tensor of `shape` from row-major `values` (an [`Aligned`] buffer keeps its
+    /// alignment: the array starts where its elements do, inside its `Vec`).
+    fn tensor(values: impl Into<Aligned<Self>>, shape: Vec<usize>) -> NdArrayTensor;
     /// The tensor's array when this is its only reference and it is in standard layout, so
     /// a kernel may overwrite it; `Err(tensor)` otherwise.
     fn take_unique(tensor: NdArrayTensor) -> Result<SharedArray<Self>, NdArrayTensor>;
@@ -73,9 +75,8 @@ macro_rules! ndarray_real {
                 })
             }
 
-            fn tensor(values: Vec<Self>, shape: Vec<usize>) -> NdArrayTensor {
-                let array = SharedArray::<$ty>::from_shape_vec(shape, values)
-                    .expect("the kernel writes exactly rows × n values");
+            fn tensor(values: impl Into<Aligned<Self>>, shape: Vec<usize>) -> NdArrayTensor {
+                let array = shared_array(values.into(), shape);
                 output_pool::register(&array);
                 array.into()
             }
@@ -131,8 +132,24 @@ pub(crate) fn unique_or_copy<E: NdArrayReal>(tensor: NdArrayTensor) -> SharedArr
                 std::ptr::copy_nonoverlapping(values.as_ptr(), p, values.len())
             })
         };
-        SharedArray::<E>::from_shape_vec(shape, copy).expect("the copy holds every element")
+        shared_array(copy, shape)
     })
+}
+
+/// `values` as an array of `shape`, starting where they start in their `Vec` (a sliced
+/// owned array when they do not start it, which `ndarray` and burn-ndarray read as any
+/// other; see [`Aligned`]).
+///
+/// # Panics
+/// If `shape` does not hold `values.len()` elements.
+pub(crate) fn shared_array<E: Real>(values: Aligned<E>, shape: Vec<usize>) -> SharedArray<E> {
+    let (buffer, start, len) = values.into_parts();
+    let array = ndarray::Array1::from_vec(buffer).slice_move(ndarray::s![start..start + len]);
+    array
+        .into_shape_with_order(shape)
+        .expect("the kernel writes exactly rows × n values")
+        .into_dyn()
+        .into_shared()
 }
 
 /// The elements of an array that [`NdArrayReal::take_unique`] or [`unique_or_copy`]

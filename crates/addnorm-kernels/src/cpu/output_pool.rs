@@ -52,6 +52,7 @@ use std::sync::Mutex;
 
 use burn::backend::ndarray::SharedArray;
 
+use super::aligned::Aligned;
 use super::real::Real;
 
 /// Outputs smaller than this are left to the allocator: its free lists reuse them cheaply.
@@ -241,16 +242,14 @@ impl Pool {
 /// A free pooled buffer of exactly `len` elements, its contents left from its last use, or
 /// `None`: then the caller allocates one and calls [`lend_new`]. Counts one output either
 /// way, when `len` is large enough to be pooled.
-pub(crate) fn take<E: Real>(len: usize) -> Option<Vec<E>> {
+pub(crate) fn take<E: Real>(len: usize) -> Option<Aligned<E>> {
     if !pooled::<E>(len) {
         return None;
     }
     let array = pool().take::<E>(len)?;
     // The pool's handle was the only one, so this moves the buffer out without a copy.
     let (buffer, offset) = array.into_owned().into_raw_vec_and_offset();
-    debug_assert_eq!(offset.unwrap_or(0), 0, "pooled arrays start their buffer");
-    debug_assert_eq!(buffer.len(), len);
-    Some(buffer)
+    Some(Aligned::from_parts(buffer, offset.unwrap_or(0), len))
 }
 
 /// Remembers `buffer`, just allocated for an output because [`take`] had none, so that
@@ -299,7 +298,9 @@ pub fn cached_output_bytes() -> (usize, usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cpu::aligned::ALIGN;
     use crate::cpu::memory::{written_output, zeroed_output};
+    use crate::cpu::ndarray::shared_array;
 
     const LEN: usize = MIN_BYTES / size_of::<f32>() + 7919;
 
@@ -445,13 +446,17 @@ mod tests {
     fn kernel_outputs_reuse_the_global_pool() {
         // A length no other test uses, so no test takes this buffer in between.
         let len = LEN + 4 * 7919;
-        let tensor = |buffer: Vec<f32>| {
-            let array = SharedArray::<f32>::from_shape_vec(vec![len], buffer).unwrap();
+        let tensor = |buffer: Aligned<f32>| {
+            let array = shared_array(buffer, vec![len]);
             register(&array);
             array
         };
         let first = tensor(zeroed_output(len));
         let address = first.as_ptr() as usize;
+        assert!(
+            address.is_multiple_of(ALIGN),
+            "an output starts off a cache line"
+        );
         drop(first);
         // SAFETY: the closure writes all `len` elements.
         let written =
@@ -464,7 +469,7 @@ mod tests {
         assert!(zeroed.iter().all(|&v| v == 0.0));
 
         let small = zeroed_output::<f32>(1000);
-        let small = SharedArray::<f32>::from_shape_vec(vec![1000], small).unwrap();
+        let small = shared_array(small, vec![1000]);
         register(&small);
         drop(small);
         assert!(take::<f32>(1000).is_none());

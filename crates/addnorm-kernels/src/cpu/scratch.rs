@@ -28,6 +28,7 @@ use std::any::Any;
 use std::ops::{Deref, DerefMut};
 use std::sync::Mutex;
 
+use super::aligned::Aligned;
 use super::real::Real;
 
 /// The most buffers the pool keeps.
@@ -36,7 +37,7 @@ pub const POOL_BUFFERS: usize = 64;
 /// The most bytes the pool keeps, over all its buffers.
 pub const POOL_BYTES: usize = 64 << 20;
 
-/// A pooled buffer of any element type, boxed as `Vec<E>`, with its capacity in bytes.
+/// A pooled buffer of any element type, boxed as `Aligned<E>`, with its capacity in bytes.
 struct Pooled {
     bytes: usize,
     buffer: Box<dyn Any + Send>,
@@ -45,9 +46,10 @@ struct Pooled {
 /// The pool's buffers.
 static POOL: Mutex<Vec<Pooled>> = Mutex::new(Vec::new());
 
-/// A work buffer from the pool, given back when dropped (see the [module docs](self)).
+/// A work buffer from the pool, given back when dropped (see the [module docs](self)). Its
+/// first element is 64-byte aligned ([`Aligned`]).
 pub struct Scratch<E: Real> {
-    buffer: Vec<E>,
+    buffer: Aligned<E>,
 }
 
 impl<E: Real> Scratch<E> {
@@ -58,20 +60,22 @@ impl<E: Real> Scratch<E> {
         let best = pool
             .iter()
             .enumerate()
-            .filter_map(|(i, p)| p.buffer.downcast_ref::<Vec<E>>().map(|v| (i, v.capacity())))
-            .filter(|&(_, capacity)| capacity >= len)
+            .filter_map(|(i, p)| {
+                let buffer = p.buffer.downcast_ref::<Aligned<E>>()?;
+                buffer.holds(len).then_some((i, buffer.capacity()))
+            })
             .min_by_key(|&(_, capacity)| capacity)
             .map(|(i, _)| i);
         let mut buffer = match best {
             Some(i) => *pool
                 .swap_remove(i)
                 .buffer
-                .downcast::<Vec<E>>()
+                .downcast::<Aligned<E>>()
                 .expect("the index was found by type"),
-            None => Vec::new(),
+            None => Aligned::default(),
         };
         drop(pool);
-        buffer.resize(len, E::ZERO);
+        buffer.resize(len);
         Self { buffer }
     }
 }

@@ -25,6 +25,7 @@
 //! - `gamma`, `beta`, `dgamma`, `dbeta`: `[C]`
 //! - `shift`, `rstd` (saved for the backward): `[N·G]`
 
+use crate::cpu::aligned::Aligned;
 use crate::cpu::dispatch::vectorized;
 use crate::cpu::memory::zeroed_output;
 use crate::cpu::parallel::{self, ChunksMut};
@@ -38,7 +39,7 @@ use super::spec::GroupDims;
 pub type Statistics<E> = (Vec<E>, Vec<E>);
 
 /// The backward's results: `(dx, dγ, dβ)`.
-pub type Gradients<E> = (Vec<E>, Vec<E>, Vec<E>);
+pub type Gradients<E> = (Aligned<E>, Vec<E>, Vec<E>);
 
 /// Runs `task(first_row, rows…)` over the `[N·G, L]` rows of `dims` in tasks of a size
 /// fixed by the sizes alone ([`rows_per_task`]), in parallel when there are several. Each

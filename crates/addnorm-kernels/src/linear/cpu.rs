@@ -23,6 +23,7 @@
 //! - `x`, `dx`: `[rows, d_in]`; `w`, `dw`: `[d_in, d_out]`; `b`, `db`: `[d_out]`;
 //!   `y`, `dy` and the residual `r`: `[rows, d_out]` (all row-major)
 
+use crate::cpu::aligned::Aligned;
 use crate::cpu::dispatch::vectorized;
 use crate::cpu::gemm::{Gemm, Strided};
 use crate::cpu::memory::{overwritten_output, written_output, zeroed_output};
@@ -204,7 +205,7 @@ fn for_blocks(blocks: &[(usize, usize)], task: impl Fn(usize, usize) + Sync + Se
 ///
 /// # Panics
 /// If the slices' lengths disagree with `dims`.
-pub fn forward<E: Gemm>(dims: LinearDims, x: &[E], w: &[E], b: Option<&[E]>) -> Vec<E> {
+pub fn forward<E: Gemm>(dims: LinearDims, x: &[E], w: &[E], b: Option<&[E]>) -> Aligned<E> {
     forward_into(dims, x, w, b, None)
 }
 
@@ -220,7 +221,7 @@ pub fn forward_onto<E: Gemm>(
     w: &[E],
     b: Option<&[E]>,
     r: &[E],
-) -> Vec<E> {
+) -> Aligned<E> {
     assert_eq!(
         r.len(),
         dims.rows * dims.d_out,
@@ -236,7 +237,7 @@ fn forward_into<E: Gemm>(
     w: &[E],
     b: Option<&[E]>,
     r: Option<&[E]>,
-) -> Vec<E> {
+) -> Aligned<E> {
     let LinearDims { rows, d_in, d_out } = dims;
     assert!(
         x.len() == rows * d_in && w.len() == d_in * d_out,
@@ -274,7 +275,7 @@ fn forward_into<E: Gemm>(
 ///
 /// # Panics
 /// If the slices' lengths disagree with `dims`.
-pub fn backward_input<E: Gemm>(dims: LinearDims, dy: &[E], w: &[E]) -> Vec<E> {
+pub fn backward_input<E: Gemm>(dims: LinearDims, dy: &[E], w: &[E]) -> Aligned<E> {
     let LinearDims { rows, d_in, d_out } = dims;
     assert!(
         dy.len() == rows * d_out && w.len() == d_in * d_out,
@@ -315,7 +316,7 @@ pub fn backward_parameters<E: Gemm>(
     x: &[E],
     dy: &[E],
     bias: bool,
-) -> (Vec<E>, Option<Vec<E>>) {
+) -> (Aligned<E>, Option<Vec<E>>) {
     let LinearDims { rows, d_in, d_out } = dims;
     assert!(
         x.len() == rows * d_in && dy.len() == rows * d_out,

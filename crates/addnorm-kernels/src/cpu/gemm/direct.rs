@@ -45,6 +45,7 @@
 //! micro-tiles of up to 12 rows × 32 columns (AVX-512) or 6 rows × 16 columns (AVX2).
 
 use super::{Strided, copy_rows_one_by_one};
+use crate::cpu::aligned::{ALIGN, Aligned};
 use crate::cpu::dispatch::{InstructionSet, detected};
 use crate::cpu::scratch::Scratch;
 
@@ -116,10 +117,14 @@ unsafe fn run(
     #[cfg(target_arch = "x86_64")]
     {
         // A B over the rows bound is copied into panels (`takes` saw its A and B fit).
-        let panels = k * n > kernel.largest_b();
+        let arrangement = if k * n > kernel.largest_b() {
+            Arrangement::Panels
+        } else {
+            Arrangement::Rows
+        };
         // SAFETY: the caller guarantees b addresses k × n live elements; `takes` that
         // their offsets fit.
-        let (_copy, layout) = unsafe { arrange::<Vec<f32>>(kernel, b, [k, n], panels) };
+        let (_copy, layout) = unsafe { arrange::<Aligned<f32>>(kernel, b, [k, n], arrangement) };
         // SAFETY: as the caller's; `_copy` lives until the product is done.
         unsafe { multiply(kernel, [m, k, n], alpha, a, layout, (beta, c_in), c) };
         Some(())
@@ -191,8 +196,9 @@ struct BLayout {
     panel: isize,
 }
 
-/// A buffer that a copy of B is written into: a `Vec` for one product's own copy, a pooled
-/// [`Scratch`] for a [`Prepared`] one, which outlives the product.
+/// A buffer that a copy of B is written into, its first element 64-byte aligned: an
+/// [`Aligned`] for one product's own copy, a pooled [`Scratch`] for a [`Prepared`] one,
+/// which outlives the product.
 trait CopyOfB {
     /// A buffer of `len` elements, all written by `fill` (which gets its first element)
     /// before anything reads them.
@@ -201,13 +207,10 @@ trait CopyOfB {
     fn first(&self) -> *const f32;
 }
 
-impl CopyOfB for Vec<f32> {
+impl CopyOfB for Aligned<f32> {
     fn filled(len: usize, fill: impl FnOnce(*mut f32)) -> Self {
-        let mut values = Vec::with_capacity(len);
-        fill(values.as_mut_ptr());
-        // SAFETY: `fill` wrote all `len` elements (the trait's contract).
-        unsafe { values.set_len(len) };
-        values
+        // SAFETY: `fill` writes all `len` elements (the trait's contract).
+        unsafe { Aligned::written(len, fill) }
     }
     fn first(&self) -> *const f32 {
         self.as_ptr()
@@ -225,9 +228,32 @@ impl CopyOfB for Scratch<f32> {
     }
 }
 
-/// B laid out for the loops: in place when its rows are contiguous and `panels` is not
-/// asked; else copied into contiguous rows, and then, with `panels`, into column panels
-/// ([`column_panels`]). Returns the copy (if any) with the layout, which points into it.
+/// How [`arrange`] lays B out.
+#[cfg(target_arch = "x86_64")]
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Arrangement {
+    /// In place when its rows are contiguous, else copied into contiguous rows.
+    Rows,
+    /// As `Rows`, and copied into contiguous rows also when they are contiguous but off
+    /// 64-byte boundaries ([`misaligned_rows`]): for a B copied once for many products.
+    AlignedRows,
+    /// Into column panels ([`column_panels`]).
+    Panels,
+}
+
+/// Whether B's rows are contiguous, a whole number of 64-byte lines long, and do not start
+/// on a line: a copy into contiguous rows then puts every row on a line, and each of the
+/// loops' vector loads of B reads one line instead of two (PERFORMANCE.md §39).
+fn misaligned_rows(b: Strided<f32>, n: usize) -> bool {
+    let line = ALIGN / size_of::<f32>();
+    b.col_stride == 1
+        && n.is_multiple_of(line)
+        && !((b.ptr as usize).is_multiple_of(ALIGN)
+            && b.row_stride.unsigned_abs().is_multiple_of(line))
+}
+
+/// B laid out for the loops as `arrangement` says. Returns the copy (if any) with the
+/// layout, which points into it.
 ///
 /// # Safety
 /// `b` must address `k × n` live elements whose offsets fit 32 bits ([`takes`]), and the
@@ -237,13 +263,17 @@ unsafe fn arrange<C: CopyOfB>(
     kernel: Kernel,
     b: Strided<f32>,
     [k, n]: [usize; 2],
-    panels: bool,
+    arrangement: Arrangement,
 ) -> (Option<C>, BLayout) {
     let width = 2 * kernel.lanes();
-    let contiguous = (b.col_stride != 1).then(|| {
+    let panels = arrangement == Arrangement::Panels;
+    let realign = arrangement == Arrangement::AlignedRows && misaligned_rows(b, n);
+    let contiguous = (b.col_stride != 1 || realign).then(|| {
         C::filled(k * n, |to| match kernel {
-            // SAFETY: `kernel` saw avx512f; b addresses k × n live elements (caller); `to`
-            // has room for them.
+            // SAFETY: b addresses k × n live elements (caller), row by row when
+            // `col_stride` is 1; `to` has room for them.
+            _ if b.col_stride == 1 => unsafe { copy_contiguous_rows(b, [k, n], to) },
+            // SAFETY: `kernel` saw avx512f; as above.
             Kernel::Avx512 => unsafe { avx512::contiguous_rows(b, k, n, to) },
             // SAFETY: as above, without the instruction set.
             Kernel::Avx2Fma => unsafe { copy_rows_one_by_one(b, [k, n], to) },
@@ -274,6 +304,19 @@ unsafe fn arrange<C: CopyOfB>(
     (contiguous, layout)
 }
 
+/// B's `k` rows of `n` contiguous elements copied to `to`, one `memcpy` a row.
+///
+/// # Safety
+/// `b` must address `k` rows of `n` contiguous elements (`col_stride` 1); `to` must have
+/// room for `k × n` elements and not overlap them.
+#[cfg(target_arch = "x86_64")]
+unsafe fn copy_contiguous_rows(b: Strided<f32>, [k, n]: [usize; 2], to: *mut f32) {
+    for r in 0..k {
+        // SAFETY: row r of the caller's view, n elements; row r of `to`.
+        unsafe { std::ptr::copy_nonoverlapping(b.from(r, 0).ptr, to.add(r * n), n) };
+    }
+}
+
 /// The fewest columns for which [`prepare`] copies B into column panels on AVX-512: a
 /// row-major B of 256 or more columns has rows 1 KiB or more apart, so a panel's rows fall
 /// into a few L1 sets; the d128 feed-forward's forward took 0.84× its time with its
@@ -296,8 +339,9 @@ unsafe impl Sync for Prepared {}
 
 /// `b` (`k × n`) laid out once for the products that will read it, where the direct
 /// kernel runs and it is worth a copy: into column panels on AVX-512 when `n` is at least
-/// [`PANELS_FROM_N`], else into contiguous rows when its rows are strided. `None` when B
-/// is best read in place or the direct kernel would not take it.
+/// [`PANELS_FROM_N`], else into contiguous rows when its rows are strided or start off
+/// 64-byte lines ([`misaligned_rows`]). `None` when B is best read in place or the direct
+/// kernel would not take it.
 ///
 /// # Safety
 /// `b` must address `k × n` live elements.
@@ -320,13 +364,18 @@ unsafe fn prepare_on(
         return None;
     }
     let panels = kernel == Kernel::Avx512 && n >= PANELS_FROM_N;
-    if !panels && b.col_stride == 1 {
+    if !panels && b.col_stride == 1 && !misaligned_rows(b, n) {
         return None;
     }
     #[cfg(target_arch = "x86_64")]
     {
+        let arrangement = if panels {
+            Arrangement::Panels
+        } else {
+            Arrangement::AlignedRows
+        };
         // SAFETY: per the caller; the offsets fit (above).
-        let (values, layout) = unsafe { arrange::<Scratch<f32>>(kernel, b, [k, n], panels) };
+        let (values, layout) = unsafe { arrange::<Scratch<f32>>(kernel, b, [k, n], arrangement) };
         let values = values.expect("a layout that is not in place is a copy");
         Some(Prepared {
             kernel,

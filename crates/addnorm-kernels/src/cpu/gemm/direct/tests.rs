@@ -351,7 +351,7 @@ fn avx512_contiguous_rows_equal_the_plain_copy() {
             let b = layout.view(stored.as_mut_ptr(), k, n);
             // SAFETY: b addresses k × n elements of `stored`; each copy has room for them;
             // the CPU has avx512f.
-            let (fast, plain): (Vec<f32>, Vec<f32>) = unsafe {
+            let (fast, plain): (Aligned<f32>, Aligned<f32>) = unsafe {
                 (
                     CopyOfB::filled(k * n, |to| avx512::contiguous_rows(b, k, n, to)),
                     CopyOfB::filled(k * n, |to| copy_rows_one_by_one(b, [k, n], to)),
@@ -410,4 +410,26 @@ fn prepare_lays_out_b_in_panels_or_rows() {
     let contiguous = Strided::rows(stored.as_mut_ptr(), 40);
     // SAFETY: the view addresses 32 × 40 elements of `stored`.
     assert!(unsafe { prepare_on(cpu_kernel(), contiguous, [32, 40]) }.is_none());
+
+    // Rows that are whole lines are read in place when they start on lines, and copied so
+    // that they do when they start 16 bytes into one.
+    let mut stored = Aligned::<f32>::zeroed(32 * 64 + 4);
+    stored
+        .iter_mut()
+        .enumerate()
+        .for_each(|(i, v)| *v = i as f32);
+    let on_lines = Strided::rows(stored.as_mut_ptr(), 64);
+    // SAFETY: the view addresses 32 × 64 elements of `stored`.
+    assert!(unsafe { prepare_on(cpu_kernel(), on_lines, [32, 64]) }.is_none());
+    // SAFETY: as above, 4 elements further on.
+    let off_lines = Strided::rows(unsafe { stored.as_mut_ptr().add(4) }, 64);
+    // SAFETY: as above.
+    let ready = unsafe { prepare_on(cpu_kernel(), off_lines, [32, 64]) }.expect("realigned");
+    assert!((ready.layout.ptr as usize).is_multiple_of(ALIGN));
+    assert_eq!(ready.layout.row, 64);
+    for (r, c) in (0..32).flat_map(|r| (0..64).map(move |c| (r, c))) {
+        // SAFETY: inside the copy of 32 rows of 64.
+        let got = unsafe { *ready.layout.ptr.add(r * 64 + c) };
+        assert_eq!(got, (4 + r * 64 + c) as f32, "({r}, {c})");
+    }
 }
