@@ -18,9 +18,11 @@
 //! A and B are cycled through, so the operands come from L3 rather than L1 or L2; `COLD=N`
 //! cycles N copies (each used once when N ≥ 60: a few hundred put them out of a 48 MiB
 //! L3, in memory). `MIN` takes each path's fastest call instead of its median, which a
-//! noisy host disturbs less (noise only adds time).
+//! noisy host disturbs less (noise only adds time). A, B and C start on 64-byte lines, as
+//! the kernels' outputs do in a step (PERFORMANCE.md §39; before it they were `Vec`s).
 //! PERFORMANCE.md §6 quotes this example's figures.
 
+use addnorm_kernels::cpu::aligned::Aligned;
 use addnorm_kernels::cpu::gemm::{Gemm, Strided};
 use std::time::Instant;
 
@@ -177,9 +179,14 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-/// `len` deterministic values.
-fn operand(len: usize, modulus: usize) -> Vec<f32> {
-    (0..len).map(|i| (i % modulus) as f32 * 0.01).collect()
+/// `len` deterministic values, starting on a 64-byte line as the kernels' outputs do.
+fn operand(len: usize, modulus: usize) -> Aligned<f32> {
+    // SAFETY: the closure writes all `len` elements.
+    unsafe {
+        Aligned::written(len, |p: *mut f32| {
+            (0..len).for_each(|i| p.add(i).write((i % modulus) as f32 * 0.01))
+        })
+    }
 }
 
 /// The two GEMMs timed: `matrixmultiply`'s packed `sgemm`, and the kernels' [`Gemm`], which
@@ -229,11 +236,11 @@ fn fastest_wanted() -> bool {
 /// The median seconds (the fastest with `MIN`) of the last 50 of 60 calls by `path`,
 /// cycling through the copies.
 fn time(path: Path, (m, k, n, a_t, b_t): (usize, usize, usize, bool, bool), copies: usize) -> f64 {
-    let mut a: Vec<Vec<f32>> = (0..copies).map(|_| operand(m * k, 97)).collect();
-    let mut b: Vec<Vec<f32>> = (0..copies).map(|_| operand(k * n, 89)).collect();
-    let mut c = vec![0f32; m * n];
+    let mut a: Vec<Aligned<f32>> = (0..copies).map(|_| operand(m * k, 97)).collect();
+    let mut b: Vec<Aligned<f32>> = (0..copies).map(|_| operand(k * n, 89)).collect();
+    let mut c = Aligned::<f32>::zeroed(m * n);
     // A stored as [m, k] row-major, or as [k, m] read transposed; B likewise.
-    let view = |buffer: &mut Vec<f32>, rows: usize, cols: usize, transposed: bool| {
+    let view = |buffer: &mut Aligned<f32>, rows: usize, cols: usize, transposed: bool| {
         if transposed {
             Strided::rows(buffer.as_mut_ptr(), rows).t()
         } else {
