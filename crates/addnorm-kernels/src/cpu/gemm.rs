@@ -24,6 +24,7 @@
 //! # Shapes
 //! `A: [m, k]`, `B: [k, n]`, `C: [m, n]`, each with its own row and column strides.
 
+use super::aligned::Aligned;
 use super::real::Real;
 
 mod direct;
@@ -84,8 +85,8 @@ pub trait Gemm: Real {
     /// B (`k × n`) with unit column stride, for several products that each read its
     /// first rows and columns (attention's `Kᵀ`, read by every row part of a query block up
     /// to the keys that part sees): `b` itself when its columns are adjacent, else a copy
-    /// in rows of `n` written into `copy` (resized to `k × n`), made once instead of by each
-    /// product. A copy changes no value, so no bit.
+    /// in rows of `n` written into `copy` (resized to `k × n`, starting on a 64-byte line),
+    /// made once instead of by each product. A copy changes no value, so no bit.
     ///
     /// # Safety
     /// `b` must address `k × n` live elements. The view returned points into `copy` or
@@ -93,19 +94,15 @@ pub trait Gemm: Real {
     unsafe fn contiguous_b(
         b: Strided<Self>,
         [k, n]: [usize; 2],
-        copy: &mut Vec<Self>,
+        copy: &mut Aligned<Self>,
     ) -> Strided<Self> {
         if b.col_stride == 1 {
             return b;
         }
-        copy.clear();
-        copy.reserve(k * n);
-        // SAFETY: b addresses k × n live elements (caller); `copy` has room for them, all
+        copy.resize(k * n);
+        // SAFETY: b addresses k × n live elements (caller); `copy` holds as many, all
         // written by the call.
-        unsafe {
-            Self::copy_rows(b, [k, n], copy.as_mut_ptr());
-            copy.set_len(k * n);
-        }
+        unsafe { Self::copy_rows(b, [k, n], copy.as_mut_ptr()) };
         Strided::rows(copy.as_mut_ptr(), n)
     }
 

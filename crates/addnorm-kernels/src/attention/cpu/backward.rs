@@ -26,6 +26,7 @@
 
 use super::{Cut, Gemm, Shared, Strided, query_blocks, run_tasks, vector_extent};
 use crate::attention::spec::{AttentionSpec, HeadLayout};
+use crate::cpu::aligned::Aligned;
 use crate::cpu::dispatch::vectorized;
 use crate::cpu::real::sum_map2;
 
@@ -59,26 +60,27 @@ struct Call<'a, E> {
 }
 
 /// The scratch of a task: `P` and `dP` (then `dS`), `Δ`, and with a soft cap the slope
-/// `1 − tanh²(S/c)` of each capped logit.
+/// `1 − tanh²(S/c)` of each capped logit. The GEMMs' operands among them (`P`, `dS`, `Kᵀ`,
+/// `Vᵀ`) start on 64-byte lines.
 struct Scratch<E> {
-    p: Vec<E>,
-    ds: Vec<E>,
+    p: Aligned<E>,
+    ds: Aligned<E>,
     delta: Vec<E>,
     slope: Vec<E>,
     /// The head's `Kᵀ` and `Vᵀ` in contiguous rows, copied once for all its query blocks.
-    k_t: Vec<E>,
-    v_t: Vec<E>,
+    k_t: Aligned<E>,
+    v_t: Aligned<E>,
 }
 
 impl<E> Scratch<E> {
     fn new() -> Self {
         Self {
-            p: Vec::new(),
-            ds: Vec::new(),
+            p: Aligned::default(),
+            ds: Aligned::default(),
             delta: Vec::new(),
             slope: Vec::new(),
-            k_t: Vec::new(),
-            v_t: Vec::new(),
+            k_t: Aligned::default(),
+            v_t: Aligned::default(),
         }
     }
 }
@@ -220,7 +222,7 @@ impl<E: Gemm> Call<'_, E> {
         // what lies past them keeps what the last block left, which no GEMM reads and
         // `probabilities` overwrites. So no zeroing pass.
         for buffer in [&mut scratch.p, &mut scratch.ds] {
-            buffer.resize((i1 - i0) * stride, E::ZERO);
+            buffer.resize((i1 - i0) * stride);
         }
         let block = Block {
             bh,

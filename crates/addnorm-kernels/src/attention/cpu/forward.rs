@@ -26,6 +26,7 @@ use super::{
     Cut, Gemm, QUERY_BLOCK, Shared, Strided, larger, max_of, query_blocks, run_tasks, vector_extent,
 };
 use crate::attention::spec::{AttentionSpec, HeadLayout};
+use crate::cpu::aligned::Aligned;
 use crate::cpu::dispatch::vectorized;
 use crate::cpu::real::sum_map;
 
@@ -112,17 +113,18 @@ pub(crate) fn forward_with<E: Gemm>(
 }
 
 /// A task's scratch, reused over its query blocks: the block's scores, then its
-/// probabilities (`[rows, padded_row(n_k)]`), and `Kᵀ` in contiguous rows.
+/// probabilities (`[rows, padded_row(n_k)]`), and `Kᵀ` in contiguous rows, each starting on
+/// a 64-byte line.
 struct Scratch<E> {
-    scores: Vec<E>,
-    k_t: Vec<E>,
+    scores: Aligned<E>,
+    k_t: Aligned<E>,
 }
 
 impl<E> Scratch<E> {
     fn new() -> Self {
         Self {
-            scores: Vec::new(),
-            k_t: Vec::new(),
+            scores: Aligned::default(),
+            k_t: Aligned::default(),
         }
     }
 }
@@ -140,7 +142,7 @@ impl<E: Gemm> Call<'_, E> {
         // Each row part's GEMM writes its key columns (β = 0: it reads none); what lies
         // past them keeps what the last block left, which the softmax overwrites before
         // anything reads it. So no zeroing pass.
-        scratch.scores.resize((i1 - i0) * stride, E::ZERO);
+        scratch.scores.resize((i1 - i0) * stride);
         let k = Shared::reading(self.k).rows(head, layout.d_model());
         // SAFETY: k's head h holds `keys` rows of d_head; the copy is this task's own.
         let k_t = unsafe { E::contiguous_b(k.t(), [layout.d_head, keys], &mut scratch.k_t) };
