@@ -294,6 +294,42 @@ mod tests {
         );
     }
 
+    /// A fused kernel's output reaches Burn starting on a 64-byte line (`super::aligned`),
+    /// fresh or taken again from the output pool, and reads back as the values it holds:
+    /// here a linear layer's `[4, 128, 96]` output (192 KiB, pooled) over three calls, its first
+    /// and last elements against their sums.
+    #[test]
+    fn kernel_outputs_reach_burn_on_cache_lines() {
+        let device = Default::default();
+        let values = |len: usize| -> Vec<f32> { (0..len).map(|i| (i % 7) as f32 - 3.0).collect() };
+        let x = Tensor::<NdArray, 3>::from_data(
+            TensorData::new(values(4 * 128 * 64), [4, 128, 64]),
+            &device,
+        );
+        let w =
+            Tensor::<NdArray, 2>::from_data(TensorData::new(values(64 * 96), [64, 96]), &device);
+        let mut first = None;
+        for _ in 0..3 {
+            let y = crate::linear::linear(x.clone(), w.clone(), None);
+            let address = data_pointer(&y.clone().into_primitive().tensor()) as usize;
+            assert!(
+                address.is_multiple_of(super::super::aligned::ALIGN),
+                "an output at {address:#x} starts off a cache line"
+            );
+            let y = y.into_data().to_vec::<f32>().unwrap();
+            assert_eq!(y.len(), 4 * 128 * 96);
+            // Small integers: every sum is exact, in any order.
+            let (xs, ws) = (values(4 * 128 * 64), values(64 * 96));
+            let dot = |row: usize, col: usize| {
+                (0..64)
+                    .map(|k| xs[row * 64 + k] * ws[k * 96 + col])
+                    .sum::<f32>()
+            };
+            assert_eq!((y[0], y[y.len() - 1]), (dot(0, 0), dot(4 * 128 - 1, 95)));
+            assert_eq!(*first.get_or_insert_with(|| y.clone()), y);
+        }
+    }
+
     /// A kernel's output is registered with the output pool, which holds a second handle to
     /// it; writing over it in place must still work when the caller holds the only other
     /// one, and must still copy when somebody else holds one too.
