@@ -18,13 +18,12 @@ pub fn operand(len: usize, seed: usize) -> Aligned<f32> {
     let offset = std::env::var("OFFSET").map_or(0, |o| {
         o.parse().ok().filter(|&o| o < 16).expect("OFFSET: 0 to 15")
     });
-    let mut buffer = vec![0.0; len + 32];
-    let address = buffer.as_ptr() as usize;
-    let start = (address.next_multiple_of(64) - address) / 4 + offset;
-    for (i, v) in buffer[start..start + len].iter_mut().enumerate() {
+    let (mut buffer, start, _) = Aligned::<f32>::zeroed(offset + len).into_parts();
+    let values = &mut buffer[start + offset..start + offset + len];
+    for (i, v) in values.iter_mut().enumerate() {
         *v = ((i * 7919 + seed * 104_729) % 2001) as f32 / 1000.0 - 1.0;
     }
-    Aligned::from_parts(buffer, start, len)
+    Aligned::from_parts(buffer, start + offset, len)
 }
 
 /// The median of `values` (the upper one of an even count).

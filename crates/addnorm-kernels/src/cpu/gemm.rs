@@ -314,8 +314,8 @@ fn bias_rows(bias: *const f32) -> Strided<f32> {
 /// read best: into column panels when it has at least 256 columns (rows 1 KiB or more apart
 /// share a few L1 sets), else into contiguous rows when its rows are strided (`Wᵀ`) or
 /// start off 64-byte lines (a `W` that Burn allocated, 16 bytes into one). The copies
-/// start on a line. Without it, each product would read B in place or copy it itself. A copy changes no
-/// value, so no bit.
+/// start on a line. Without it, each product would read B in place or copy it itself. A
+/// copy changes no value, so no bit.
 pub struct PreparedB<E> {
     view: Strided<E>,
     k: usize,

@@ -234,9 +234,9 @@ impl CopyOfB for Scratch<f32> {
 enum Arrangement {
     /// In place when its rows are contiguous, else copied into contiguous rows.
     Rows,
-    /// As `Rows`, and copied into contiguous rows also when they are contiguous but off
-    /// 64-byte boundaries ([`misaligned_rows`]): for a B copied once for many products.
-    AlignedRows,
+    /// Copied into contiguous rows whatever its strides: for a B copied once for many
+    /// products whose rows are strided or start off 64-byte lines ([`misaligned_rows`]).
+    CopiedRows,
     /// Into column panels ([`column_panels`]).
     Panels,
 }
@@ -267,16 +267,12 @@ unsafe fn arrange<C: CopyOfB>(
 ) -> (Option<C>, BLayout) {
     let width = 2 * kernel.lanes();
     let panels = arrangement == Arrangement::Panels;
-    let realign = arrangement == Arrangement::AlignedRows && misaligned_rows(b, n);
-    let contiguous = (b.col_stride != 1 || realign).then(|| {
-        C::filled(k * n, |to| match kernel {
-            // SAFETY: b addresses k × n live elements (caller), row by row when
-            // `col_stride` is 1; `to` has room for them.
-            _ if b.col_stride == 1 => unsafe { copy_contiguous_rows(b, [k, n], to) },
-            // SAFETY: `kernel` saw avx512f; as above.
-            Kernel::Avx512 => unsafe { avx512::contiguous_rows(b, k, n, to) },
-            // SAFETY: as above, without the instruction set.
-            Kernel::Avx2Fma => unsafe { copy_rows_one_by_one(b, [k, n], to) },
+    let copied = b.col_stride != 1 || arrangement == Arrangement::CopiedRows;
+    let contiguous = copied.then(|| {
+        // SAFETY: b addresses k × n live elements (caller); `to` has room for them; the
+        // CPU has `kernel`'s set.
+        C::filled(k * n, |to| unsafe {
+            copy_rows_on(Some(kernel), b, [k, n], to)
         })
     });
     let (ptr, row) = match &contiguous {
@@ -302,19 +298,6 @@ unsafe fn arrange<C: CopyOfB>(
         panel: width as isize,
     };
     (contiguous, layout)
-}
-
-/// B's `k` rows of `n` contiguous elements copied to `to`, one `memcpy` a row.
-///
-/// # Safety
-/// `b` must address `k` rows of `n` contiguous elements (`col_stride` 1); `to` must have
-/// room for `k × n` elements and not overlap them.
-#[cfg(target_arch = "x86_64")]
-unsafe fn copy_contiguous_rows(b: Strided<f32>, [k, n]: [usize; 2], to: *mut f32) {
-    for r in 0..k {
-        // SAFETY: row r of the caller's view, n elements; row r of `to`.
-        unsafe { std::ptr::copy_nonoverlapping(b.from(r, 0).ptr, to.add(r * n), n) };
-    }
 }
 
 /// The fewest columns for which [`prepare`] copies B into column panels on AVX-512: a
@@ -372,7 +355,7 @@ unsafe fn prepare_on(
         let arrangement = if panels {
             Arrangement::Panels
         } else {
-            Arrangement::AlignedRows
+            Arrangement::CopiedRows
         };
         // SAFETY: per the caller; the offsets fit (above).
         let (values, layout) = unsafe { arrange::<Scratch<f32>>(kernel, b, [k, n], arrangement) };
@@ -495,17 +478,38 @@ fn has_avx512f() -> bool {
     false
 }
 
-/// B's `k × n` elements copied into rows of `n` at `to`: by the AVX-512 kernel's 16 × 16
-/// transposes where it runs, else one element at a time ([`super::Gemm::contiguous_b`]).
+/// B's `k × n` elements copied into rows of `n` at `to` ([`super::Gemm::contiguous_b`]),
+/// as [`copy_rows_on`] the CPU's kernel copies them.
 ///
 /// # Safety
 /// `b` must address `k × n` live elements; `to` has room for as many.
-pub(crate) unsafe fn copy_rows(b: Strided<f32>, [k, n]: [usize; 2], to: *mut f32) {
+pub(crate) unsafe fn copy_rows(b: Strided<f32>, dims: [usize; 2], to: *mut f32) {
+    // SAFETY: forwarded from the caller; `kernel()` is the CPU's.
+    unsafe { copy_rows_on(kernel(), b, dims, to) }
+}
+
+/// B's `k × n` elements copied into rows of `n` at `to`: one `memcpy` a row when its rows
+/// are contiguous, by the AVX-512 kernel's 16 × 16 transposes on `kernel` AVX-512, else
+/// one element at a time.
+///
+/// # Safety
+/// `b` must address `k × n` live elements; `to` must have room for as many and not overlap
+/// them; the CPU must have `kernel`'s set.
+unsafe fn copy_rows_on(kernel: Option<Kernel>, b: Strided<f32>, [k, n]: [usize; 2], to: *mut f32) {
+    if b.col_stride == 1 {
+        for r in 0..k {
+            // SAFETY: row r of the caller's view, n contiguous elements; row r of `to`.
+            unsafe { std::ptr::copy_nonoverlapping(b.from(r, 0).ptr, to.add(r * n), n) };
+        }
+        return;
+    }
     #[cfg(target_arch = "x86_64")]
-    if kernel() == Some(Kernel::Avx512) && offsets_fit(b, n) {
-        // SAFETY: the kernel saw avx512f; the offsets fit; the rest is the caller's.
+    if kernel == Some(Kernel::Avx512) && offsets_fit(b, n) {
+        // SAFETY: the CPU has avx512f (caller); the offsets fit; the rest is the caller's.
         return unsafe { avx512::contiguous_rows(b, k, n, to) };
     }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = kernel;
     // SAFETY: forwarded from the caller.
     unsafe { copy_rows_one_by_one(b, [k, n], to) }
 }
