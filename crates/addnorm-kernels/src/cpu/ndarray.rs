@@ -302,12 +302,15 @@ mod tests {
     fn kernel_outputs_reach_burn_on_cache_lines() {
         let device = Default::default();
         let values = |len: usize| -> Vec<f32> { (0..len).map(|i| (i % 7) as f32 - 3.0).collect() };
-        let x = Tensor::<NdArray, 3>::from_data(
-            TensorData::new(values(4 * 128 * 64), [4, 128, 64]),
-            &device,
-        );
-        let w =
-            Tensor::<NdArray, 2>::from_data(TensorData::new(values(64 * 96), [64, 96]), &device);
+        let (xs, ws) = (values(4 * 128 * 64), values(64 * 96));
+        let x = Tensor::<NdArray, 3>::from_data(TensorData::new(xs.clone(), [4, 128, 64]), &device);
+        let w = Tensor::<NdArray, 2>::from_data(TensorData::new(ws.clone(), [64, 96]), &device);
+        // Small integers: every sum is exact, in any order.
+        let dot = |row: usize, col: usize| {
+            (0..64)
+                .map(|k| xs[row * 64 + k] * ws[k * 96 + col])
+                .sum::<f32>()
+        };
         let mut first = None;
         for _ in 0..3 {
             let y = crate::linear::linear(x.clone(), w.clone(), None);
@@ -318,13 +321,6 @@ mod tests {
             );
             let y = y.into_data().to_vec::<f32>().unwrap();
             assert_eq!(y.len(), 4 * 128 * 96);
-            // Small integers: every sum is exact, in any order.
-            let (xs, ws) = (values(4 * 128 * 64), values(64 * 96));
-            let dot = |row: usize, col: usize| {
-                (0..64)
-                    .map(|k| xs[row * 64 + k] * ws[k * 96 + col])
-                    .sum::<f32>()
-            };
             assert_eq!((y[0], y[y.len() - 1]), (dot(0, 0), dot(4 * 128 - 1, 95)));
             assert_eq!(*first.get_or_insert_with(|| y.clone()), y);
         }
