@@ -12,8 +12,9 @@
 //!
 //! A B read by several products (a linear layer's weight, read by each row block of one
 //! call) can be made ready once ([`Gemm::prepare_b`], [`PreparedB`]): on f32 it is then
-//! copied once into the layout the direct kernel reads best, instead of being read strided
-//! or copied by every product.
+//! copied once into the layout the direct kernel reads best (or, strided and too large
+//! for it, into rows for `sgemm`), instead of being read strided or copied by every
+//! product.
 //!
 //! `matrixmultiply` is already in the tree through burn-ndarray; it picks AVX2/AVX-512
 //! kernels at run time.
@@ -78,8 +79,8 @@ pub trait Gemm: Real {
         c: Strided<Self>,
     ) {
         b.check(dims);
-        // SAFETY: forwarded from the caller.
-        unsafe { with_b_in_place(dims, alpha, a, b, bias, c) }
+        // SAFETY: forwarded from the caller; b.view is live (`Gemm::prepare_b`).
+        unsafe { with_b(dims, alpha, a, b.view, bias, c) }
     }
 
     /// B (`k × n`) with unit column stride, for several products that each read its
@@ -206,9 +207,13 @@ impl Gemm for f32 {
             if unsafe { direct::sgemm_prepared(dims, alpha, a, laid_out, c_in, c) }.is_some() {
                 return;
             }
+            if let Some(rows) = laid_out.rows() {
+                // SAFETY: forwarded from the caller; `rows` is B's own k × n copy.
+                return unsafe { with_b(dims, alpha, a, rows, bias, c) };
+            }
         }
-        // SAFETY: forwarded from the caller.
-        unsafe { with_b_in_place(dims, alpha, a, b, bias, c) }
+        // SAFETY: forwarded from the caller; b.view is live (`Gemm::prepare_b`).
+        unsafe { with_b(dims, alpha, a, b.view, bias, c) }
     }
 
     unsafe fn gemm_plus_rows(
@@ -262,24 +267,24 @@ impl Gemm for f64 {
     }
 }
 
-/// [`Gemm::gemm_prepared`] on the B a [`PreparedB`] was made from, read in place: the
-/// plain [`Gemm::gemm`] (β = 0) or [`Gemm::gemm_plus_rows`].
+/// [`Gemm::gemm_prepared`] by the plain calls on `b`, the B a [`PreparedB`] was made from
+/// or its copy in rows: [`Gemm::gemm`] (β = 0) or [`Gemm::gemm_plus_rows`].
 ///
 /// # Safety
-/// As [`Gemm::gemm_prepared`], with `dims` checked against `b` ([`PreparedB::check`]).
-unsafe fn with_b_in_place<E: Gemm>(
+/// As [`Gemm::gemm_prepared`]; `b` addresses B's `k × n` live elements.
+unsafe fn with_b<E: Gemm>(
     dims: [usize; 3],
     alpha: E,
     a: Strided<E>,
-    b: &PreparedB<E>,
+    b: Strided<E>,
     bias: Option<*const E>,
     c: Strided<E>,
 ) {
-    // SAFETY (both): forwarded from the caller; b.view is live (`Gemm::prepare_b`).
+    // SAFETY (both): forwarded from the caller.
     unsafe {
         match bias {
-            Some(bias) => E::gemm_plus_rows(dims, alpha, a, b.view, bias, c),
-            None => E::gemm(dims, alpha, a, b.view, E::ZERO, c),
+            Some(bias) => E::gemm_plus_rows(dims, alpha, a, b, bias, c),
+            None => E::gemm(dims, alpha, a, b, E::ZERO, c),
         }
     }
 }
@@ -310,12 +315,14 @@ fn bias_rows(bias: *const f32) -> Strided<f32> {
 /// A B made ready once ([`Gemm::prepare_b`]) for the several products that read it, such
 /// as a linear layer's `W` (forward) or `Wᵀ` (dX) read by each row block of one call.
 ///
-/// On f32, where the direct AVX-512 kernel runs, B is copied once into the layout its loops
+/// On f32, where the direct kernel runs, B is copied once into the layout its loops
 /// read best: into column panels when it has at least 256 columns (rows 1 KiB or more apart
 /// share a few L1 sets), else into contiguous rows when its rows are strided (`Wᵀ`) or
 /// start off 64-byte lines (a `W` that Burn allocated, 16 bytes into one). The copies
-/// start on a line. Without it, each product would read B in place or copy it itself. A
-/// copy changes no value, so no bit.
+/// start on a line. A strided B too large for the direct kernel (on AVX2, `Wᵀ` of a
+/// 128-wide layer) is copied into rows for `sgemm`, which otherwise packs a strided B
+/// element by element in every product. Without it, each product would read B in place or
+/// copy it itself. A copy changes no value, so no bit.
 pub struct PreparedB<E> {
     view: Strided<E>,
     k: usize,

@@ -313,6 +313,27 @@ pub(crate) struct Prepared {
     /// The copy the layout points into.
     _values: Scratch<f32>,
     layout: BLayout,
+    /// Who multiplies by it: this kernel, or `sgemm` (a strided B over
+    /// [`Kernel::largest_b`], copied into rows for it).
+    reader: Reader,
+}
+
+/// Which GEMM reads a [`Prepared`] B.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Reader {
+    /// The direct kernel ([`sgemm_prepared`]).
+    Direct,
+    /// `matrixmultiply`'s `sgemm`, given the copy's contiguous rows ([`Prepared::rows`]).
+    Packed,
+}
+
+impl Prepared {
+    /// The copy as a row-major `k × n` matrix, for `sgemm`, when it is one made for it
+    /// ([`Reader::Packed`]); `None` when the direct kernel reads it.
+    pub(crate) fn rows(&self) -> Option<Strided<f32>> {
+        (self.reader == Reader::Packed)
+            .then(|| Strided::rows(self.layout.ptr.cast_mut(), self.layout.row as usize))
+    }
 }
 
 // SAFETY: `layout` points into `_values`, which the struct owns and nobody writes.
@@ -323,8 +344,11 @@ unsafe impl Sync for Prepared {}
 /// `b` (`k × n`) laid out once for the products that will read it, where the direct
 /// kernel runs and it is worth a copy: into column panels on AVX-512 when `n` is at least
 /// [`PANELS_FROM_N`], else into contiguous rows when its rows are strided or start off
-/// 64-byte lines ([`misaligned_rows`]). `None` when B is best read in place or the direct
-/// kernel would not take it.
+/// 64-byte lines ([`misaligned_rows`]). A strided B too large for the direct kernel
+/// (the d128 model's `Wᵀ` on AVX2) is copied into rows for `sgemm` ([`Reader::Packed`]):
+/// `sgemm` packs a strided B one element at a time, and did so in every row block of a
+/// call; from rows it packs by whole runs (PERFORMANCE.md §41). `None` when B is best read
+/// in place.
 ///
 /// # Safety
 /// `b` must address `k × n` live elements.
@@ -343,10 +367,18 @@ unsafe fn prepare_on(
     [k, n]: [usize; 2],
 ) -> Option<Prepared> {
     let kernel = kernel?;
-    if k == 0 || n == 0 || k * n > kernel.largest_b() || !offsets_fit(b, n) {
+    if k == 0 || n == 0 || !offsets_fit(b, n) {
         return None;
     }
-    let panels = kernel == Kernel::Avx512 && n >= PANELS_FROM_N;
+    let reader = if k * n <= kernel.largest_b() {
+        Reader::Direct
+    } else {
+        Reader::Packed
+    };
+    if reader == Reader::Packed && b.col_stride == 1 {
+        return None;
+    }
+    let panels = reader == Reader::Direct && kernel == Kernel::Avx512 && n >= PANELS_FROM_N;
     if !panels && b.col_stride == 1 && !misaligned_rows(b, n) {
         return None;
     }
@@ -364,6 +396,7 @@ unsafe fn prepare_on(
             kernel,
             _values: values,
             layout,
+            reader,
         })
     }
     #[cfg(not(target_arch = "x86_64"))]
@@ -372,7 +405,7 @@ unsafe fn prepare_on(
 
 /// `C ← α·A·B + β·C_in` with B as [`prepare`] laid it out: the bits of [`sgemm`] or
 /// [`sgemm_onto`] on the B it was made from. `None`, with nothing touched, when this
-/// kernel does not take the call.
+/// kernel does not take the call (a B laid out for `sgemm` among them).
 ///
 /// # Safety
 /// As [`sgemm_onto`], for A, C and `c_in` (C itself when `β·C` is meant); `dims`' `k` and
@@ -385,7 +418,7 @@ pub(crate) unsafe fn sgemm_prepared(
     (beta, c_in): (f32, Strided<f32>),
     c: Strided<f32>,
 ) -> Option<()> {
-    if m == 0 || c.col_stride != 1 || c_in.col_stride != 1 {
+    if m == 0 || c.col_stride != 1 || c_in.col_stride != 1 || b.reader != Reader::Direct {
         return None;
     }
     #[cfg(target_arch = "x86_64")]
@@ -489,7 +522,8 @@ pub(crate) unsafe fn copy_rows(b: Strided<f32>, dims: [usize; 2], to: *mut f32) 
 }
 
 /// B's `k × n` elements copied into rows of `n` at `to`: one `memcpy` a row when its rows
-/// are contiguous, by the AVX-512 kernel's 16 × 16 transposes on `kernel` AVX-512, else
+/// are contiguous, by the AVX-512 kernel's 16 × 16 transposes (or gathers) on `kernel`
+/// AVX-512, by 8 × 8 transposes on AVX2 when B is read transposed (unit row stride), else
 /// one element at a time.
 ///
 /// # Safety
@@ -507,6 +541,12 @@ unsafe fn copy_rows_on(kernel: Option<Kernel>, b: Strided<f32>, [k, n]: [usize; 
     if kernel == Some(Kernel::Avx512) && offsets_fit(b, n) {
         // SAFETY: the CPU has avx512f (caller); the offsets fit; the rest is the caller's.
         return unsafe { avx512::contiguous_rows(b, k, n, to) };
+    }
+    #[cfg(target_arch = "x86_64")]
+    if kernel == Some(Kernel::Avx2Fma) && b.row_stride == 1 && b.col_stride > 0 {
+        // SAFETY: the CPU has avx2 and fma (caller); B is read transposed, as the copy
+        // asks; the rest is the caller's.
+        return unsafe { avx2::transposed_rows(b, k, n, to) };
     }
     #[cfg(not(target_arch = "x86_64"))]
     let _ = kernel;

@@ -1,5 +1,6 @@
 //! [`Gemm::gemm_prepared`] against [`Gemm::gemm`] and [`Gemm::gemm_plus_rows`] on B
-//! itself, bit for bit.
+//! itself, bit for bit, for Bs below and above the direct kernel's bound on every
+//! instruction set (above it a strided B is copied into rows for `sgemm`).
 
 use super::{Gemm, Strided};
 use crate::cpu::test_values::{gradients, inputs};
@@ -13,6 +14,7 @@ fn check<E: Gemm>() {
         [100, 128, 256],
         [300, 128, 512],
         [37, 64, 300],
+        [50, 300, 256],
     ] {
         let a: Vec<E> = inputs(m * k, 0.0137, -6.9);
         let b: Vec<E> = gradients(k * n, 0.021, -10.4);

@@ -327,39 +327,94 @@ fn runs_only_where_matrixmultiply_runs_the_same_instruction_set() {
     }
 }
 
-/// The AVX-512 copy of a strided B into contiguous rows, by transposes (B read transposed,
-/// unit row stride) and by gathers (any other strides), equals the element-by-element
-/// copy, at sizes around its 16 × 16 blocks.
+/// The vectorized copies of a strided B into contiguous rows equal the element-by-element
+/// copy, at sizes around their blocks, on each kernel this CPU has: AVX-512's 16 × 16
+/// transposes (B read transposed, unit row stride) and gathers (any other strides), and
+/// AVX2's 8 × 8 transposes (B read transposed; other strides element by element), as
+/// [`copy_rows_on`] dispatches them.
 #[cfg(target_arch = "x86_64")]
 #[test]
-fn avx512_contiguous_rows_equal_the_plain_copy() {
-    if !has_avx512f() {
-        return;
-    }
-    for (k, n) in [
+fn vectorized_row_copies_equal_the_plain_copy() {
+    let kernels = [
+        (Kernel::Avx512, has_avx512f()),
+        (
+            Kernel::Avx2Fma,
+            is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma"),
+        ),
+    ];
+    let sizes = [
         (1, 1),
         (5, 3),
+        (8, 8),
+        (9, 17),
         (16, 16),
         (17, 33),
         (32, 128),
         (128, 40),
         (3, 130),
-    ] {
-        for transposed in [true, false] {
+    ];
+    for (kernel, _) in kernels.into_iter().filter(|&(_, on_cpu)| on_cpu) {
+        for ((k, n), transposed) in sizes.into_iter().flat_map(|s| [(s, true), (s, false)]) {
             let layout = Layout { transposed, pad: 3 };
             let mut stored = values(layout.len(k, n), 1);
             let b = layout.view(stored.as_mut_ptr(), k, n);
             // SAFETY: b addresses k × n elements of `stored`; each copy has room for them;
-            // the CPU has avx512f.
+            // the CPU has `kernel`'s set.
             let (fast, plain): (Aligned<f32>, Aligned<f32>) = unsafe {
                 (
-                    CopyOfB::filled(k * n, |to| avx512::contiguous_rows(b, k, n, to)),
+                    CopyOfB::filled(k * n, |to| copy_rows_on(Some(kernel), b, [k, n], to)),
                     CopyOfB::filled(k * n, |to| copy_rows_one_by_one(b, [k, n], to)),
                 )
             };
-            assert_eq!(fast, plain, "k {k}, n {n}, transposed {transposed}");
+            assert_eq!(
+                fast, plain,
+                "{kernel:?}: k {k}, n {n}, transposed {transposed}"
+            );
         }
     }
+}
+
+/// A strided B over the direct kernel's bound is copied into contiguous rows for `sgemm`
+/// (and the direct kernel declines it); a contiguous one that large is left in place.
+#[test]
+fn prepare_copies_a_large_strided_b_into_rows_for_sgemm() {
+    let Some(kernel) = cpu_kernel() else {
+        eprintln!("SKIPPED: the CPU runs no direct kernel");
+        return;
+    };
+    let (k, n) = (kernel.largest_b() / 64 + 3, 64);
+    let layout = Layout {
+        transposed: true,
+        pad: 3,
+    };
+    let mut stored = values(layout.len(k, n), 3);
+    let b = layout.view(stored.as_mut_ptr(), k, n);
+    // SAFETY: b addresses k × n elements of `stored`.
+    let ready = unsafe { prepare_on(Some(kernel), b, [k, n]) }.expect("copied");
+    let rows = ready.rows().expect("rows for sgemm");
+    for (r, c) in (0..k).flat_map(|r| (0..n).map(move |c| (r, c))) {
+        // SAFETY: element (r, c) of the copy and of the view.
+        let (got, want) = unsafe { (*rows.from(r, c).ptr, *b.from(r, c).ptr) };
+        assert_eq!(got.to_bits(), want.to_bits(), "({r}, {c})");
+    }
+    let mut c_out = vec![0.0f32; n];
+    let a = vec![1.0f32; k];
+    // SAFETY: A is 1 × k, C 1 × n, both live; the direct kernel must decline.
+    let taken = unsafe {
+        sgemm_prepared(
+            [1, k, n],
+            1.0,
+            Strided::rows(a.as_ptr().cast_mut(), k),
+            &ready,
+            (0.0, Strided::rows(c_out.as_mut_ptr(), n)),
+            Strided::rows(c_out.as_mut_ptr(), n),
+        )
+    };
+    assert!(taken.is_none());
+    let mut stored = values(k * n, 4);
+    let contiguous = Strided::rows(stored.as_mut_ptr(), n);
+    // SAFETY: the view addresses k × n elements of `stored`.
+    assert!(unsafe { prepare_on(Some(kernel), contiguous, [k, n]) }.is_none());
 }
 
 /// [`prepare`]'s layouts, element by element: a wide B in column panels (the last one
