@@ -73,6 +73,7 @@ use addnorm::kernels::adamw::{FusedAdamW, FusedAdamWConfig};
 use addnorm::kernels::composite::ForceComposite;
 use addnorm::kernels::cpu::allocator::keep_freed_memory;
 use addnorm::kernels::cpu::fused_calls;
+use addnorm::kernels::cpu::gemm::matrixmultiply_forks;
 use addnorm::kernels::cpu::peak::fma_peak_gflops;
 use addnorm::nn::{NormConfig, TransformerStack, TransformerStackConfig};
 use addnorm_lab::experiments::task::{Task, TaskKind};
@@ -824,10 +825,16 @@ fn report(torch: &[TorchTiming], user: &[Measured], tuned: &[Measured], peak: Op
          (crates/addnorm-lab/benches/torch_train_step.py, same threads, run first). \
          torch/x above 1: addnorm is faster. % peak: your loop's GFLOP/s over the f32 FMA \
          peak of the bench's threads, measured before the runs (addnorm::kernels::cpu::peak): \
-         {}.\n",
+         {}. matrixmultiply forks products onto its own pool (its `threading` feature, which \
+         Burn's default features turn on): {}.\n",
         peak.map_or("not measured on this CPU".to_string(), |p| format!(
             "{p:.1} GFLOP/s"
-        ))
+        )),
+        if matrixmultiply_forks() {
+            "yes, so addnorm hands it blocks too small to fork"
+        } else {
+            "no"
+        }
     );
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     println!(

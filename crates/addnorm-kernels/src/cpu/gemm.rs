@@ -10,6 +10,11 @@
 //!   product to `sgemm`.
 //! - `f64`: `matrixmultiply`'s `dgemm`.
 //!
+//! Both run on the calling thread. Where `matrixmultiply` forks products onto its own pool
+//! ([`matrixmultiply_forks`]: its `threading` feature, which Burn's default features turn
+//! on), each product is handed to it in blocks too small to fork (`serial`), with the bits
+//! of one call; its pool would otherwise run inside the kernels' own parallel row tasks.
+//!
 //! A B read by several products (a linear layer's weight, read by each row block of one
 //! call) can be made ready once ([`Gemm::prepare_b`], [`PreparedB`]): on f32 it is then
 //! copied once into the layout the direct kernel reads best (or, strided and too large
@@ -29,6 +34,10 @@ use super::aligned::Aligned;
 use super::real::Real;
 
 mod direct;
+mod pool;
+mod serial;
+
+pub use pool::matrixmultiply_forks;
 
 /// The element types with a strided GEMM: `f32` (the direct kernel or `sgemm`) and `f64`
 /// (`dgemm`).
@@ -153,24 +162,8 @@ impl Gemm for f32 {
         if unsafe { direct::sgemm([m, k, n], alpha, a, b, beta, c) }.is_some() {
             return;
         }
-        unsafe {
-            matrixmultiply::sgemm(
-                m,
-                k,
-                n,
-                alpha,
-                a.ptr,
-                a.row_stride,
-                a.col_stride,
-                b.ptr,
-                b.row_stride,
-                b.col_stride,
-                beta,
-                c.ptr,
-                c.row_stride,
-                c.col_stride,
-            );
-        }
+        // SAFETY: forwarded from the caller.
+        unsafe { serial::on_this_thread([m, k, n], alpha, [a, b], beta, c, matrixmultiply::sgemm) }
     }
 
     unsafe fn copy_rows(b: Strided<f32>, dims: [usize; 2], to: *mut f32) {
@@ -246,24 +239,7 @@ impl Gemm for f64 {
         c: Strided<f64>,
     ) {
         // SAFETY: forwarded from the caller.
-        unsafe {
-            matrixmultiply::dgemm(
-                m,
-                k,
-                n,
-                alpha,
-                a.ptr,
-                a.row_stride,
-                a.col_stride,
-                b.ptr,
-                b.row_stride,
-                b.col_stride,
-                beta,
-                c.ptr,
-                c.row_stride,
-                c.col_stride,
-            );
-        }
+        unsafe { serial::on_this_thread([m, k, n], alpha, [a, b], beta, c, matrixmultiply::dgemm) }
     }
 }
 
