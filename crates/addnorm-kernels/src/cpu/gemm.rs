@@ -163,7 +163,7 @@ impl Gemm for f32 {
             return;
         }
         // SAFETY: forwarded from the caller.
-        unsafe { serial::on_this_thread([m, k, n], alpha, [a, b], beta, c, matrixmultiply::sgemm) }
+        unsafe { pool::on_this_thread([m, k, n], alpha, [a, b], beta, c, matrixmultiply::sgemm) }
     }
 
     unsafe fn copy_rows(b: Strided<f32>, dims: [usize; 2], to: *mut f32) {
@@ -239,7 +239,7 @@ impl Gemm for f64 {
         c: Strided<f64>,
     ) {
         // SAFETY: forwarded from the caller.
-        unsafe { serial::on_this_thread([m, k, n], alpha, [a, b], beta, c, matrixmultiply::dgemm) }
+        unsafe { pool::on_this_thread([m, k, n], alpha, [a, b], beta, c, matrixmultiply::dgemm) }
     }
 }
 

@@ -1,43 +1,76 @@
 //! Whether `matrixmultiply` forks its products onto its own thread pool
-//! ([`matrixmultiply_forks`]).
+//! ([`matrixmultiply_forks`]), and products that keep it from doing so where it would
+//! ([`on_this_thread`]).
 //!
-//! It does when it was built with its `threading` feature and `MATMUL_NUM_THREADS` (else
+//! It forks when it was built with its `threading` feature and `MATMUL_NUM_THREADS` (else
 //! the count of physical cores) is above 1. burn-ndarray's default feature `multi-threads`
 //! turns `threading` on, and Cargo unifies features, so whether addnorm's products fork
 //! depends on how the *user's* `Cargo.toml` names `burn`. Nothing in `matrixmultiply`'s API
-//! says which, so the answer is observed: `sgemm` runs one product large enough to fork
-//! ([`PROBE`]), and the CPU time the whole process spent during the call is compared with
-//! the calling thread's own. A forked product keeps other threads busy meanwhile: on a
-//! 2-core Zen 3 the process spent 1.58–1.72× the caller's CPU time with `threading`, and
-//! 1.000× without it. The probe sleeps a millisecond after the call, because the process
-//! clock counts another thread's time only once that thread stops running.
+//! says which, so the answer is observed. `sgemm` runs one product large enough to fork
+//! ([`PROBE`]), in one call and in [`super::serial`]'s blocks, which never fork, and
+//! every thread's CPU clock is read before, between and after. A pool worker spends a
+//! good share of the caller's time during the one call and none during the blocks; any
+//! other busy thread of the process (a parallel task beside the caller, a data loader)
+//! spends about the same share during both. Each thread's own clock counts a running
+//! thread's time up to the moment it is read; the process clock does not, and comparing
+//! it with the caller's misread a busy neighbour as a fork.
 //!
-//! The answer is found once per process, by three such probes of about a millisecond each,
-//! two of which must agree. Either answer gives the same bits ([`super::serial`]); a wrong
-//! one costs only speed. Where thread CPU clocks are not available (outside Linux), the
-//! answer is no.
+//! The answer is found once per process, from five such rounds (about 10 ms in all) and
+//! each thread's median over them, so that a burst of other work in one round does not
+//! decide it. On a 2-core Zen 3 the score was 0.50–1.03 with `threading` (also beside a
+//! spinning thread and other tests), 0.000–0.002 without it. Either answer gives the same
+//! bits; a wrong one costs only speed. Where the threads' clocks cannot be read (outside
+//! Linux), the answer is no.
 //!
 //! # Formula
-//! `forked ⇔ Δt_process ≥ 1.25·Δt_thread` over one `sgemm` call (the other threads spent at
-//! least a quarter of the caller's time).
+//! With `s_t = Δt_t / Δt_caller` the share of thread `t` over a run, and
+//! `g_t = s_t(one call) − s_t(blocks)` in each round (the order of the two runs
+//! alternating between rounds): `forked ⇔ max_t median over the rounds of g_t ≥ 0.25`.
 //!
 //! # Shapes
-//! The probe: `A: [192, 256]`, `B: [256, 192]`, `C: [192, 192]` (`m·k + k·n = 3·2¹⁵`).
+//! The probe: `A: [256, 256]`, `B: [256, 256]`, `C: [256, 256]` (`m·k + k·n = 4·2¹⁵`).
 
 use std::sync::OnceLock;
 
-/// The probe's `[m, k, n]`: `m·k + k·n` three times the size from which `matrixmultiply`
-/// forks, and `m ≥ 96`, so it splits its row blocks between two threads.
+use super::Strided;
+use super::serial::{Product, call, in_blocks};
+use crate::cpu::real::Real;
+
+/// The probe's `[m, k, n]`: `m·k + k·n` four times the size from which `matrixmultiply`
+/// forks, and `m ≥ 96`, so it splits its row blocks between two threads or more.
 const PROBE: [usize; 3] = [256, 256, 256];
 
 /// Whether this process's `matrixmultiply` runs products on its own pool (module docs);
 /// found on the first call, then remembered.
 pub fn matrixmultiply_forks() -> bool {
     static FORKS: OnceLock<bool> = OnceLock::new();
-    *FORKS.get_or_init(|| (0..3).filter(|_| probe_forks()).count() >= 2)
+    *FORKS.get_or_init(probe_forks)
 }
 
-/// One probe: `sgemm` on [`PROBE`], and [`forked`] on its CPU times.
+/// `C ← α·A·B + β·C` by `product` (`sgemm` or `dgemm`), on the calling thread:
+/// [`in_blocks`] where `matrixmultiply` forks ([`matrixmultiply_forks`]), else one call.
+/// The bits are the same.
+///
+/// # Safety
+/// As [`super::Gemm::gemm`].
+pub(super) unsafe fn on_this_thread<E: Real>(
+    dims: [usize; 3],
+    alpha: E,
+    ab: [Strided<E>; 2],
+    beta: E,
+    c: Strided<E>,
+    product: Product<E>,
+) {
+    // SAFETY (both): forwarded from the caller.
+    if matrixmultiply_forks() {
+        unsafe { in_blocks(dims, alpha, ab, beta, c, product) }
+    } else {
+        unsafe { call(product, dims, alpha, ab, beta, c) }
+    }
+}
+
+/// [`PROBES`] rounds of [`PROBE`] by `sgemm`, in one call and in blocks, and [`forked`]
+/// on their [`score`]; no where the clocks cannot be read.
 fn probe_forks() -> bool {
     let [m, k, n] = PROBE;
     let (a, b, mut c) = (
@@ -45,50 +78,142 @@ fn probe_forks() -> bool {
         vec![0.25f32; k * n],
         vec![0.0f32; m * n],
     );
-    let (Some(thread0), Some(process0)) = (cpu_seconds(Clock::Thread), cpu_seconds(Clock::Process))
-    else {
-        return false;
-    };
-    // SAFETY: each pointer addresses its own live buffer of the stated row-major shape.
-    unsafe {
-        let (ap, bp, cp) = (a.as_ptr(), b.as_ptr(), c.as_mut_ptr());
-        matrixmultiply::sgemm(
-            m, k, n, 1.0, ap, k as isize, 1, bp, n as isize, 1, 0.0, cp, n as isize, 1,
-        );
+    let ab = [
+        Strided::rows(a.as_ptr().cast_mut(), k),
+        Strided::rows(b.as_ptr().cast_mut(), n),
+    ];
+    let c = Strided::rows(c.as_mut_ptr(), n);
+    let sgemm: Product<f32> = matrixmultiply::sgemm;
+    // SAFETY (both): each view addresses its own live buffer of its row-major shape.
+    let one = || unsafe { call(sgemm, PROBE, 1.0, ab, 0.0, c) };
+    let blocks = || unsafe { in_blocks(PROBE, 1.0, ab, 0.0, c, sgemm) };
+    let mut rounds = Vec::new();
+    for round in 0..PROBES {
+        // Alternate which run goes first, so that work that starts or stops around the
+        // probe weighs on each alike.
+        let runs: [&dyn Fn(); 2] = if round % 2 == 0 {
+            [&one, &blocks]
+        } else {
+            [&blocks, &one]
+        };
+        let Some(t0) = thread_times() else {
+            return false;
+        };
+        runs[0]();
+        let t1 = thread_times().unwrap_or_default();
+        runs[1]();
+        let t2 = thread_times().unwrap_or_default();
+        let (one, blocks) = if round % 2 == 0 {
+            ([&t0, &t1], [&t1, &t2])
+        } else {
+            ([&t1, &t2], [&t0, &t1])
+        };
+        rounds.push(share_gains(one, blocks));
     }
-    // The process clock counts another thread's time when that thread stops running: let
-    // a pool worker that has just finished its part go back to waiting.
-    std::thread::sleep(std::time::Duration::from_millis(1));
-    let (Some(thread1), Some(process1)) = (cpu_seconds(Clock::Thread), cpu_seconds(Clock::Process))
-    else {
-        return false;
+    forked(score(&rounds))
+}
+
+/// How many rounds [`probe_forks`] runs.
+const PROBES: usize = 5;
+
+/// For each other thread, its share of the caller's CPU time over the one call's window
+/// (`[from, to]` times) less its share over the blocks' window. Empty if the caller's clock
+/// did not move or is missing.
+fn share_gains(one: [&ThreadTimes; 2], blocks: [&ThreadTimes; 2]) -> Vec<(i64, f64)> {
+    let me = one[0].me;
+    let spent = |[from, to]: [&ThreadTimes; 2], tid| Some(to.of(tid)? - from.of(tid)?);
+    let (Some(mine_one), Some(mine_blocks)) = (spent(one, me), spent(blocks, me)) else {
+        return Vec::new();
     };
-    std::hint::black_box(&c);
-    forked(thread1 - thread0, process1 - process0)
+    if mine_one <= 0.0 || mine_blocks <= 0.0 {
+        return Vec::new();
+    }
+    let others = one[0]
+        .times
+        .iter()
+        .map(|&(tid, _)| tid)
+        .filter(|&tid| tid != me);
+    others
+        .filter_map(|tid| {
+            Some((
+                tid,
+                spent(one, tid)? / mine_one - spent(blocks, tid)? / mine_blocks,
+            ))
+        })
+        .collect()
 }
 
-/// Whether a call on which the caller spent `thread` seconds of CPU, and the process
-/// `process`, ran partly on other threads (module docs' formula).
-fn forked(thread: f64, process: f64) -> bool {
-    thread > 0.0 && process >= 1.25 * thread
+/// The probe's score from its rounds' [`share_gains`]: the largest median gain of one
+/// thread over the rounds it was seen in (in at least half of them), 0 if none was.
+fn score(rounds: &[Vec<(i64, f64)>]) -> f64 {
+    let mut tids: Vec<i64> = rounds.iter().flatten().map(|&(tid, _)| tid).collect();
+    tids.sort_unstable();
+    tids.dedup();
+    let median_gain = |tid| {
+        let mut gains: Vec<f64> = rounds
+            .iter()
+            .flatten()
+            .filter(|g| g.0 == tid)
+            .map(|g| g.1)
+            .collect();
+        gains.sort_by(f64::total_cmp);
+        (2 * gains.len() >= rounds.len()).then(|| gains[gains.len() / 2])
+    };
+    tids.into_iter().filter_map(median_gain).fold(0.0, f64::max)
 }
 
-/// The CPU clocks [`cpu_seconds`] reads.
-#[derive(Clone, Copy)]
-enum Clock {
-    /// The calling thread's CPU time.
-    Thread,
-    /// The whole process's CPU time, every thread's summed.
-    Process,
+/// Whether a probe whose [`score`] was `score` ran partly on another thread (module docs'
+/// formula).
+fn forked(score: f64) -> bool {
+    score >= 0.25
 }
 
-/// The CPU time `clock` has counted, in seconds; `None` where it cannot be read.
+/// Every thread's CPU time in seconds at one moment, and which of them is the caller.
+#[derive(Default)]
+struct ThreadTimes {
+    /// The caller's thread id.
+    me: i64,
+    /// `(thread id, seconds)` for each thread of the process.
+    times: Vec<(i64, f64)>,
+}
+
+impl ThreadTimes {
+    /// The CPU time of thread `tid`, if it was read.
+    fn of(&self, tid: i64) -> Option<f64> {
+        self.times.iter().find(|&&(t, _)| t == tid).map(|&(_, s)| s)
+    }
+}
+
+/// The CPU time of every thread of the process (`/proc/self/task`), read from each
+/// thread's own CPU clock, which counts a running thread's time up to now; `None` where
+/// these cannot be read.
 #[cfg(target_os = "linux")]
-fn cpu_seconds(clock: Clock) -> Option<f64> {
-    let id = match clock {
-        Clock::Thread => libc::CLOCK_THREAD_CPUTIME_ID,
-        Clock::Process => libc::CLOCK_PROCESS_CPUTIME_ID,
-    };
+fn thread_times() -> Option<ThreadTimes> {
+    // SAFETY: gettid has no preconditions.
+    let me = i64::from(unsafe { libc::gettid() });
+    let times = std::fs::read_dir("/proc/self/task")
+        .ok()?
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<i64>().ok())
+        .filter_map(|tid| Some((tid, thread_seconds(tid)?)))
+        .collect::<Vec<_>>();
+    times
+        .iter()
+        .any(|&(tid, _)| tid == me)
+        .then_some(ThreadTimes { me, times })
+}
+
+/// Thread CPU times: not readable here.
+#[cfg(not(target_os = "linux"))]
+fn thread_times() -> Option<ThreadTimes> {
+    None
+}
+
+/// The CPU time of thread `tid` of this process, in seconds, from its clock: Linux names a
+/// thread's CPU clock `(!tid << 3) | 6` (per thread, scheduler time), as glibc's
+/// `pthread_getcpuclockid` does.
+#[cfg(target_os = "linux")]
+fn thread_seconds(tid: i64) -> Option<f64> {
+    let id = libc::clockid_t::try_from((!tid << 3) | 6).ok()?;
     let mut now = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
@@ -98,43 +223,98 @@ fn cpu_seconds(clock: Clock) -> Option<f64> {
     (status == 0).then_some(now.tv_sec as f64 + now.tv_nsec as f64 * 1e-9)
 }
 
-/// The CPU time `clock` has counted: never readable here.
-#[cfg(not(target_os = "linux"))]
-fn cpu_seconds(_clock: Clock) -> Option<f64> {
-    None
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::atomic::{AtomicBool, Ordering};
 
     #[test]
-    fn a_call_is_forked_when_other_threads_spent_a_quarter_of_the_callers_time() {
-        // matrixmultiply splitting the probe between two threads (measured 1.58–1.72×).
-        assert!(forked(1.0e-3, 1.6e-3));
-        assert!(forked(1.0e-3, 1.25e-3));
-        // One thread, with a little work elsewhere in the process meanwhile.
-        assert!(!forked(1.0e-3, 1.0e-3));
-        assert!(!forked(1.0e-3, 1.2e-3));
-        // A clock that did not move says nothing.
-        assert!(!forked(0.0, 1.0e-3));
+    fn a_thread_busy_only_during_the_one_call_is_a_fork() {
+        let times = |me_s: f64, pool_s: f64, busy_s: f64| ThreadTimes {
+            me: 1,
+            times: vec![(1, me_s), (2, pool_s), (3, busy_s)],
+        };
+        // Thread 2 works 0.6 of the caller's time in the one call, none in the blocks;
+        // thread 3 spins through both.
+        let [t0, t1, t2] = [
+            times(0.0, 0.0, 0.0),
+            times(1.0, 0.6, 1.0),
+            times(2.2, 0.6, 2.2),
+        ];
+        let gains = share_gains([&t0, &t1], [&t1, &t2]);
+        assert_eq!(gains.len(), 2);
+        assert!(
+            (gains[0].1 - 0.6).abs() < 1e-9 && gains[1].1.abs() < 1e-9,
+            "{gains:?}"
+        );
+        // A burst of thread 3 in one round of five does not decide; thread 2 in three does.
+        let round = |pool: f64, busy: f64| vec![(2, pool), (3, busy)];
+        let rounds = [
+            round(0.0, 4.0),
+            round(0.0, 0.0),
+            round(0.6, 0.0),
+            round(0.7, 0.1),
+            round(0.5, 0.0),
+        ];
+        assert!((score(&rounds) - 0.5).abs() < 1e-9 && forked(score(&rounds)));
+        let quiet = [
+            round(0.0, 4.0),
+            round(0.0, 0.0),
+            round(0.1, 0.0),
+            round(0.0, 0.1),
+            round(0.0, 0.0),
+        ];
+        assert!(!forked(score(&quiet)), "{}", score(&quiet));
+        // A caller's clock that did not move says nothing.
+        let still = times(1.0, 0.0, 0.0);
+        assert!(share_gains([&still, &still], [&still, &still]).is_empty());
+    }
+
+    #[test]
+    fn another_busy_thread_does_not_read_as_a_fork() {
+        // This workspace builds matrixmultiply without `threading`: every probe's one call
+        // runs on this thread, whatever runs beside it.
+        let stop = AtomicBool::new(false);
+        std::thread::scope(|scope| {
+            scope.spawn(|| {
+                let mut x = 0.0f64;
+                while !stop.load(Ordering::Relaxed) {
+                    x += std::hint::black_box(x).sqrt() + 1.0;
+                }
+            });
+            let answers: Vec<bool> = (0..3).map(|_| probe_forks()).collect();
+            stop.store(true, Ordering::Relaxed);
+            assert_eq!(answers, [false; 3]);
+        });
     }
 
     #[cfg(target_os = "linux")]
     #[test]
-    fn the_clocks_count_this_threads_work() {
-        let (thread0, process0) = (cpu_seconds(Clock::Thread), cpu_seconds(Clock::Process));
-        let mut x = 0.0f64;
-        for i in 0..3_000_000 {
-            x += std::hint::black_box(i as f64).sqrt();
-        }
-        std::hint::black_box(x);
-        let thread = cpu_seconds(Clock::Thread).unwrap() - thread0.unwrap();
-        let process = cpu_seconds(Clock::Process).unwrap() - process0.unwrap();
-        assert!(thread > 0.0, "the thread clock did not move");
-        assert!(
-            process >= thread * 0.999,
-            "process {process} s < thread {thread} s"
-        );
+    fn the_threads_clocks_count_their_own_work() {
+        let (stop, ready) = (AtomicBool::new(false), AtomicBool::new(false));
+        std::thread::scope(|scope| {
+            let worker = scope.spawn(|| {
+                // SAFETY: gettid has no preconditions.
+                let tid = i64::from(unsafe { libc::gettid() });
+                ready.store(true, Ordering::Release);
+                let mut x = 0.0f64;
+                while !stop.load(Ordering::Relaxed) {
+                    x += std::hint::black_box(x).sqrt() + 1.0;
+                }
+                tid
+            });
+            while !ready.load(Ordering::Acquire) {
+                std::hint::spin_loop();
+            }
+            let before = thread_times().unwrap();
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            let after = thread_times().unwrap();
+            stop.store(true, Ordering::Relaxed);
+            let tid = worker.join().unwrap();
+            let (me, spun) = (before.me, after.of(tid).unwrap() - before.of(tid).unwrap());
+            // The spinning thread ran for most of the 20 ms; this one, asleep, hardly.
+            assert!(spun > 5e-3, "spinner {spun} s");
+            assert!(after.of(me).unwrap() - before.of(me).unwrap() < spun / 2.0);
+        });
     }
 }

@@ -8,8 +8,8 @@
 //! addnorm's parallel row tasks and oversubscribes the cores: on a 2-core Zen 3 the d128
 //! model's step took 1.40× as long (PERFORMANCE.md §41). [`in_blocks`] hands it only
 //! products below that size, so it never forks. Blocks cost packing (`matrixmultiply`
-//! copies each block's A and B), so [`on_this_thread`] uses them only where
-//! `matrixmultiply` does fork ([`super::pool`]), and one call elsewhere.
+//! copies each block's A and B), so [`super::pool`] uses them only where `matrixmultiply`
+//! does fork, and one call elsewhere.
 //!
 //! # Formula
 //! `C ← α·A·B + β·C` as products of blocks, for each block of rows `I` and columns `J`,
@@ -34,7 +34,6 @@ use super::Strided;
 // `matrixmultiply`'s `kc`, the same for `f64` (`D_KC`) as for `f32` (`S_KC`): the length of
 // one summation chain, so the only places where `k` may be split without changing a bit.
 use super::direct::KC;
-use super::pool::matrixmultiply_forks;
 use crate::cpu::real::Real;
 
 /// `m·k + k·n` from which `matrixmultiply` 0.3 (`threading` on) may split one product
@@ -68,7 +67,7 @@ pub(super) type Product<E> = unsafe fn(
 ///
 /// # Safety
 /// As [`super::Gemm::gemm`].
-unsafe fn call<E>(
+pub(super) unsafe fn call<E>(
     product: Product<E>,
     [m, k, n]: [usize; 3],
     alpha: E,
@@ -80,27 +79,6 @@ unsafe fn call<E>(
     let [[ra, ca], [rb, cb], [rc, cc]] = [a, b, c].map(|v| [v.row_stride, v.col_stride]);
     // SAFETY: forwarded from the caller.
     unsafe { product(m, k, n, alpha, ap, ra, ca, bp, rb, cb, beta, c.ptr, rc, cc) }
-}
-
-/// `C ← α·A·B + β·C` by `product`, on the calling thread: [`in_blocks`] where
-/// `matrixmultiply` forks ([`matrixmultiply_forks`]), else one call. The bits are the same.
-///
-/// # Safety
-/// As [`in_blocks`].
-pub(super) unsafe fn on_this_thread<E: Real>(
-    dims: [usize; 3],
-    alpha: E,
-    [a, b]: [Strided<E>; 2],
-    beta: E,
-    c: Strided<E>,
-    product: Product<E>,
-) {
-    // SAFETY (both): forwarded from the caller.
-    if matrixmultiply_forks() {
-        unsafe { in_blocks(dims, alpha, [a, b], beta, c, product) }
-    } else {
-        unsafe { call(product, dims, alpha, [a, b], beta, c) }
-    }
 }
 
 /// `C ← α·A·B + β·C` by `product` on blocks of at most [`blocks`]' sizes, with the bits
