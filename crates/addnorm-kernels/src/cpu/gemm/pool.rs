@@ -20,9 +20,8 @@
 //! a software GPU driver's) land in some. A median over five rounds still misread such
 //! bursts as a fork once in CI, beside Mesa's software Vulkan driver. On a 2-core Zen 3
 //! the score was 0.77–0.91 with `threading` and 0.000 without it, in the kernels' tests
-//! beside the wgpu tests. Either answer gives the same
-//! bits; a wrong one costs only speed. Where the threads' clocks cannot be read (outside
-//! Linux), the answer is no.
+//! beside the wgpu tests. Either answer gives the same bits; a wrong one costs only speed.
+//! Where the threads' clocks cannot be read (outside Linux), the answer is no.
 //!
 //! # Formula
 //! With `s_t = Δt_t / Δt_caller` the share of thread `t` over a run, and
@@ -94,7 +93,8 @@ fn probe_forks() -> bool {
     for round in 0..PROBES {
         // Alternate which run goes first, so that work that starts or stops around the
         // probe weighs on each alike.
-        let runs: [&dyn Fn(); 2] = if round % 2 == 0 {
+        let one_first = round % 2 == 0;
+        let runs: [&dyn Fn(); 2] = if one_first {
             [&one, &blocks]
         } else {
             [&blocks, &one]
@@ -106,11 +106,10 @@ fn probe_forks() -> bool {
         let t1 = thread_times().unwrap_or_default();
         runs[1]();
         let t2 = thread_times().unwrap_or_default();
-        let (one, blocks) = if round % 2 == 0 {
-            ([&t0, &t1], [&t1, &t2])
-        } else {
-            ([&t1, &t2], [&t0, &t1])
-        };
+        let [mut one, mut blocks] = [[&t0, &t1], [&t1, &t2]];
+        if !one_first {
+            std::mem::swap(&mut one, &mut blocks);
+        }
         rounds.push(share_gains(one, blocks));
     }
     forked(score(&rounds))

@@ -38,7 +38,7 @@ use crate::cpu::real::Real;
 
 /// `m·k + k·n` from which `matrixmultiply` 0.3 (`threading` on) may split one product
 /// across its pool: its `LoopThreadConfig` allows `(m·k + k·n) / 2¹⁴` threads.
-pub(crate) const POOL_BOUND: usize = 1 << 15;
+const POOL_BOUND: usize = 1 << 15;
 
 /// The step at which `m` and `n` are split: a multiple of the tile sides of every x86
 /// `sgemm` and `dgemm` kernel (8 × 8, 16 × 16, 8 × 4, 8 × 8).
@@ -116,7 +116,7 @@ pub(super) unsafe fn in_blocks<E: Real>(
 /// The block sizes `[mb, kb, nb]` for `[m, k, n]` (all non-zero): `kb = min(k, 256)`;
 /// then `m` and `n` whole where `mb + nb` fits under `2¹⁵ / kb`, else one of them whole
 /// and the other in multiples of 16, else both about half the room.
-pub(crate) fn blocks([m, k, n]: [usize; 3]) -> [usize; 3] {
+fn blocks([m, k, n]: [usize; 3]) -> [usize; 3] {
     let kb = k.min(KC);
     let room = (POOL_BOUND - 1) / kb;
     let down = |x: usize| (x / TILE * TILE).max(TILE);
@@ -177,6 +177,7 @@ mod tests {
             let a: Vec<f32> = inputs(m * k, 0.0137, -6.9);
             let b: Vec<f32> = gradients(k * n, 0.021, -10.4);
             let start: Vec<f32> = inputs(m * n, 0.29, -3.0);
+            assert!(blocks([m, k, n]) != [m, k, n], "{m}x{k}x{n} is one block");
             for (alpha, beta) in [(1.0, 0.0), (1.0, 1.0), (0.7, 0.3)] {
                 let (mut one, mut split) = (start.clone(), start.clone());
                 let av = Strided::rows(a.as_ptr().cast_mut(), k);
@@ -194,7 +195,6 @@ mod tests {
                     .zip(&split)
                     .all(|(p, q)| p.to_bits() == q.to_bits());
                 assert!(same, "{m}x{k}x{n} alpha {alpha} beta {beta}");
-                assert!(blocks([m, k, n]) != [m, k, n], "{m}x{k}x{n} is one block");
             }
         }
     }
