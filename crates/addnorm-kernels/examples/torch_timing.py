@@ -1,5 +1,5 @@
 """What the PyTorch sides of the kernel examples share (`attention_shapes_torch.py`,
-`linear_shapes_torch.py`, `norm_shapes_torch.py`): their options (--threads, --rounds) and
+`gelu_shapes_torch.py`, `linear_shapes_torch.py`, `norm_shapes_torch.py`): their options (--threads, --rounds) and
 header line, and a call's median time over a number of calls after 5 unmeasured ones, or
 its fastest with MIN set in the environment (a noisy host only adds time)."""
 

@@ -1,5 +1,5 @@
 //! What the kernel examples that time calls alone share (`attention_shapes`,
-//! `linear_shapes`, `norm_shapes`): their `ROUNDS` option and header line, deterministic
+//! `gelu_shapes`, `linear_shapes`, `norm_shapes`): their `ROUNDS` option and header line, deterministic
 //! operands on 64-byte lines (or `OFFSET` elements past them), a call's median time, or its fastest with `MIN` set, over a number of calls
 //! after 5 unmeasured ones, and each call's best over the rounds.
 
