@@ -168,6 +168,28 @@ pub(crate) fn under_every_instruction_set<R>(
     results
 }
 
+/// Asserts that every run of [`under_every_instruction_set`] gave the baseline copy's bits
+/// (compared by `to_bits`, so ±0 and NaN payloads count); `floats` lists a run's outputs.
+#[cfg(test)]
+pub(crate) fn assert_every_copy_gives_the_baseline_bits<R>(
+    results: &[(InstructionSet, R)],
+    floats: impl Fn(&R) -> Vec<f32>,
+) {
+    let bits = |run: &R| {
+        floats(run)
+            .iter()
+            .map(|v| v.to_bits())
+            .collect::<Vec<u32>>()
+    };
+    let baseline = bits(&results[0].1);
+    for (set, run) in &results[1..] {
+        assert!(
+            bits(run) == baseline,
+            "{set:?} differs from the baseline copy"
+        );
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
