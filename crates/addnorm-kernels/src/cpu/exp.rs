@@ -24,6 +24,8 @@
 //! # Shapes
 //! Scalar in, scalar out; call it inside a loop over a slice.
 
+use super::polynomial::horner;
+
 /// Below this argument the result is flushed to 0.
 const FLUSH_BELOW: f32 = -87.0;
 /// Above this argument the result saturates at e^88 (f32::MAX is about e^88.7).
@@ -65,18 +67,19 @@ pub(crate) fn exp_reduced(t: f32) -> f32 {
     let shifted = t.mul_add(LOG2_E, ROUNDER);
     let k = shifted - ROUNDER;
     let r = (-k).mul_add(LN2_LO, (-k).mul_add(LN2_HI, t));
-    let mut q: f32 = 1.0 / 5040.0;
-    for c in [
-        1.0 / 720.0,
-        1.0 / 120.0,
-        1.0 / 24.0,
-        1.0 / 6.0,
-        0.5,
-        1.0,
-        1.0,
-    ] {
-        q = q.mul_add(r, c);
-    }
+    let q = horner(
+        r,
+        [
+            1.0 / 5040.0,
+            1.0 / 720.0,
+            1.0 / 120.0,
+            1.0 / 24.0,
+            1.0 / 6.0,
+            0.5,
+            1.0,
+            1.0,
+        ],
+    );
     // 2^k for k in [−126, 127]: k + 127 in the exponent field.
     let k_bits = shifted.to_bits().wrapping_sub(ROUNDER.to_bits());
     let scale = f32::from_bits(k_bits.wrapping_add(127) << 23);

@@ -5,7 +5,8 @@
 //! - [`dispatch`]: the hot loops compiled for AVX2 + FMA and AVX-512 too, the widest the
 //!   CPU has picked at run time.
 //! - [`real`]: the element types (f32, f64) and the lane-wise reductions.
-//! - [`exp`], [`tanh`]: vectorizable f32 `exp` and `tanh` (the softmax, GELU, DyT).
+//! - [`exp`], [`tanh`]: vectorizable f32 `exp` and `tanh` (the softmax, GELU, DyT);
+//!   `polynomial`: the Horner scheme by fused multiply-adds they and GELU's Φ share.
 //! - [`gemm`]: strided GEMMs on slices, for attention and linear layers: a direct AVX-512
 //!   kernel for small and thin products, `matrixmultiply` for the rest, with the same bits.
 //! - [`aligned`]: buffers whose first element starts a cache line, inside a plain `Vec`.
@@ -44,6 +45,7 @@ pub mod ndarray;
 pub mod output_pool;
 pub mod parallel;
 pub mod peak;
+pub(crate) mod polynomial;
 pub mod real;
 pub mod scratch;
 pub mod tanh;

@@ -25,6 +25,8 @@
 //! # Shapes
 //! Scalar in, scalar out; call it inside a loop over a slice.
 
+use super::polynomial::horner;
+
 /// Below this magnitude the polynomial is used, above it the exponential form.
 const SMALL: f32 = 0.625;
 
@@ -34,10 +36,16 @@ pub fn tanh_f32(x: f32) -> f32 {
     let a = x.abs();
     // Small |x|: odd polynomial.
     let z = x * x;
-    let mut p: f32 = -5.704_988_7e-3;
-    for c in [2.063_909e-2, -5.373_971_6e-2, 1.333_144_2e-1, -3.333_328e-1] {
-        p = p.mul_add(z, c);
-    }
+    let p = horner(
+        z,
+        [
+            -5.704_988_7e-3,
+            2.063_909e-2,
+            -5.373_971_6e-2,
+            1.333_144_2e-1,
+            -3.333_328e-1,
+        ],
+    );
     let small = x.mul_add(p * z, x);
     // Large |x|: 1 − 2/(e^{2a} + 1), with the sign of x.
     // Not `min`: it would turn NaN into 88; a comparison lets NaN through.

@@ -55,6 +55,7 @@
 use core::mem::MaybeUninit;
 
 use crate::cpu::parallel::{self, ChunksMut, in_chunks};
+use crate::cpu::polynomial::horner;
 
 use crate::cpu::dispatch::vectorized;
 use crate::cpu::real::Real;
@@ -83,39 +84,34 @@ impl NormalCdf for f32 {
     #[inline(always)]
     fn cdf_and_pdf(self) -> (f32, f32) {
         const P: f32 = 0.327_591_1;
+        // a₅, a₄, …, a₁: highest degree first, for `horner`.
         const A: [f32; 5] = [
-            0.254_829_6,
-            -0.284_496_74,
-            1.421_413_7,
-            -1.453_152_1,
             1.061_405_4,
+            -1.453_152_1,
+            1.421_413_7,
+            -0.284_496_74,
+            0.254_829_6,
         ];
         // erf(z)·√π/2 = Σₙ (−1)ⁿ z^(2n+1) / (n!(2n+1)), n ≤ 8: below 1e-9 off at 0.75.
+        // The coefficients of (z²)ⁿ, n = 8 down to 0, for `horner`.
         const SERIES: [f32; 9] = [
-            1.0,
-            -1.0 / 3.0,
-            1.0 / 10.0,
-            -1.0 / 42.0,
-            1.0 / 216.0,
-            -1.0 / 1320.0,
-            1.0 / 9360.0,
-            -1.0 / 75600.0,
             1.0 / 685_440.0,
+            -1.0 / 75600.0,
+            1.0 / 9360.0,
+            -1.0 / 1320.0,
+            1.0 / 216.0,
+            -1.0 / 42.0,
+            1.0 / 10.0,
+            -1.0 / 3.0,
+            1.0,
         ];
         let z = self * FRAC_1_SQRT_2 as f32;
         let a = z.abs();
         let z2 = z * z;
-        let mut series = SERIES[8];
-        for &c in SERIES[..8].iter().rev() {
-            series = series.mul_add(z2, c);
-        }
+        let series = horner(z2, SERIES);
         let near_zero = (z * series).mul_add(core::f32::consts::FRAC_2_SQRT_PI * 0.5, 0.5);
         let t = 1.0 / P.mul_add(a, 1.0);
-        let mut poly = A[4];
-        for c in [A[3], A[2], A[1], A[0]] {
-            poly = poly.mul_add(t, c);
-        }
-        let poly = t * poly;
+        let poly = t * horner(t, A);
         // e^(−z²) = e^(−x²/2), also φ's exponential.
         let gauss = crate::cpu::exp::exp_f32(-z2);
         // ½·erfc(|z|) = ½·poly·e^(−z²); Φ(x) = 1 − that for x ≥ 0, that itself for x < 0.
