@@ -23,7 +23,8 @@
 //! - `q`, `k`, `v`, `output`: `[batch, T, d_model]`; `lse`: `[batch, heads, T]`
 
 use super::{
-    Cut, Gemm, QUERY_BLOCK, Shared, Strided, larger, max_of, query_blocks, run_tasks, vector_extent,
+    Cut, Gemm, QUERY_BLOCK, Shared, Strided, larger, max_of_visible, query_blocks, run_tasks,
+    vector_extent,
 };
 use crate::attention::spec::{AttentionSpec, HeadLayout};
 use crate::cpu::aligned::Aligned;
@@ -241,7 +242,7 @@ fn softmax_rows<E: Gemm>(
         if let Some(c) = cap {
             soft_cap(&mut row[..seen], c);
         }
-        let m = max_of(&row[..seen]);
+        let m = max_of_visible(row, seen);
         let whole = vector_extent(seen, row.len());
         for s in row[..whole].iter_mut() {
             *s = (*s - m).exp();

@@ -41,7 +41,7 @@ pub mod forward;
 use crate::cpu::parallel;
 
 pub use crate::cpu::gemm::{Gemm, Strided};
-pub(crate) use crate::cpu::real::{larger, max_of};
+pub(crate) use crate::cpu::real::{LANES, Real, larger, max_of};
 
 /// Query rows per task: enough rows for the GEMMs to run at speed, few enough that the
 /// `[QUERY_BLOCK, T]` scratch stays in the L2 cache up to T ≈ 1024.
@@ -64,6 +64,37 @@ pub fn padded_row(keys: usize) -> usize {
 /// vectors, no scalar tail), at most the row. What lies past `seen` is set to 0 after.
 fn vector_extent(seen: usize, len: usize) -> usize {
     seen.next_multiple_of(ROW_ALIGN).min(len)
+}
+
+/// The largest of `row[..seen]` (`1 ≤ seen ≤ row.len()`), with the bits of
+/// [`max_of`]`(&row[..seen])`, reading whole vectors up to [`vector_extent`]: in the last
+/// one, each element at or past `seen` (a masked key or padding, read but never chosen) is
+/// replaced by its lane's own value, and `larger(l, l)` is `l`.
+///
+/// `max_of`'s tail of fewer than [`LANES`] elements compiles to a masked store of its lanes
+/// and a reload, which waits on store-to-load forwarding once a row: a causal row's `seen`
+/// is rarely a whole number of vectors, and that wait took a fifth of the forward's softmax
+/// (PERFORMANCE.md §44).
+#[inline(always)]
+fn max_of_visible<E: Real>(row: &[E], seen: usize) -> E {
+    const { assert!(ROW_ALIGN.is_multiple_of(LANES)) };
+    let (full, rest) = (seen / LANES * LANES, seen % LANES);
+    let Some(last) = row.get(full..full + LANES).filter(|_| rest > 0) else {
+        // No partial vector, or a row stride that is not a whole number of vectors (the
+        // tests' `Cut`).
+        return max_of(&row[..seen]);
+    };
+    let mut lanes = [row[0]; LANES];
+    for chunk in row[..full].chunks_exact(LANES) {
+        for (lane, &v) in lanes.iter_mut().zip(chunk) {
+            *lane = larger(*lane, v);
+        }
+    }
+    for (l, (lane, &v)) in lanes.iter_mut().zip(last).enumerate() {
+        let v = if l < rest { v } else { *lane };
+        *lane = larger(*lane, v);
+    }
+    lanes.into_iter().fold(lanes[0], larger)
 }
 
 /// How a kernel lays out its scratch rows: [`padded_row`], or (in the tests, to show the

@@ -381,3 +381,43 @@ fn the_backward_writes_its_gradients_whole_over_stale_buffers() {
         }
     }
 }
+
+#[test]
+fn the_visible_maximum_has_the_bits_of_max_of() {
+    // Rows with ties of +0 and −0, NaNs and infinities among the visible keys, and junk
+    // (NaN, +∞, large values) past them, which must never be chosen.
+    let specials = [
+        0.0_f32,
+        -0.0,
+        f32::NAN,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        3.0,
+        -3.0,
+    ];
+    let junk = [f32::NAN, f32::INFINITY, 1e30];
+    for len in [16, 32, 48, 128] {
+        for seen in 1..=len {
+            for case in 0..12 {
+                let row: Vec<f32> = (0..len)
+                    .map(|j| {
+                        if j >= seen {
+                            junk[(j + case) % junk.len()]
+                        } else if (j * 7 + case) % 5 == 0 {
+                            specials[(j + case) % specials.len()]
+                        } else {
+                            ((j * 31 + case * 17) % 23) as f32 - 11.0
+                        }
+                    })
+                    .collect();
+                let visible = super::max_of_visible(&row, seen);
+                let expected = super::max_of(&row[..seen]);
+                assert_eq!(
+                    visible.to_bits(),
+                    expected.to_bits(),
+                    "len {len}, seen {seen}, case {case}: {visible} against {expected}"
+                );
+            }
+        }
+    }
+}
