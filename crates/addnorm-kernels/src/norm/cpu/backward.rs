@@ -173,8 +173,11 @@ fn backward_row<E: Real>(
     let centred = |v: E| (v - pivot) - shift;
 
     // Pass 1 (the row is now in cache): the row sums A, B and the dγ/dβ contributions.
-    let mut a = [E::ZERO; LANES];
-    let mut b = [E::ZERO; LANES];
+    // Each block reads all it needs before it stores dγ and dβ, and A's and B's lanes are
+    // new arrays rather than updated in place: with `dgamma[l] += …` among the loads, the
+    // compiler could not prove the stores miss `x` and `dy`, and kept A's and B's lanes on
+    // the stack, each block waiting on a store and its reload (PERFORMANCE.md §44). The
+    // same operations run in the same order on every lane.
     let split = x.len() - x.len() % LANES;
     let blocks = x[..split]
         .chunks_exact(LANES)
@@ -182,15 +185,16 @@ fn backward_row<E: Real>(
         .zip(gamma[..split].chunks_exact(LANES))
         .zip(sums.gamma[..split].chunks_exact_mut(LANES))
         .zip(sums.beta[..split].chunks_exact_mut(LANES));
+    let (mut a, mut b) = ([E::ZERO; LANES], [E::ZERO; LANES]);
     for ((((x, dy), gamma), dgamma), dbeta) in blocks {
-        for l in 0..LANES {
-            let c = centred(x[l]);
-            let g = dy[l] * gamma[l];
-            a[l] += g;
-            b[l] += g * c;
-            dgamma[l] += dy[l] * c * rstd;
-            dbeta[l] += dy[l];
-        }
+        let c: [E; LANES] = core::array::from_fn(|l| centred(x[l]));
+        let g: [E; LANES] = core::array::from_fn(|l| dy[l] * gamma[l]);
+        let next_dgamma: [E; LANES] = core::array::from_fn(|l| dgamma[l] + dy[l] * c[l] * rstd);
+        let next_dbeta: [E; LANES] = core::array::from_fn(|l| dbeta[l] + dy[l]);
+        dgamma.copy_from_slice(&next_dgamma);
+        dbeta.copy_from_slice(&next_dbeta);
+        a = core::array::from_fn(|l| a[l] + g[l]);
+        b = core::array::from_fn(|l| b[l] + g[l] * c[l]);
     }
     let tail = x[split..]
         .iter()
