@@ -185,17 +185,33 @@ pub fn larger<E: Real>(a: E, b: E) -> E {
 /// If `x` is empty.
 #[inline(always)]
 pub fn max_of<E: Real>(x: &[E]) -> E {
-    let mut lanes = [x[0]; LANES];
     let chunks = x.chunks_exact(LANES);
     let tail = chunks.remainder();
-    for chunk in chunks {
-        for (lane, &v) in lanes.iter_mut().zip(chunk) {
-            *lane = larger(*lane, v);
-        }
-    }
+    let mut lanes = lane_maxima([x[0]; LANES], chunks);
     for (lane, &v) in lanes.iter_mut().zip(tail) {
         *lane = larger(*lane, v);
     }
+    largest_lane(lanes)
+}
+
+/// [`max_of`]'s lanes over whole blocks of [`LANES`]: `lanes[l]` compared with element `l`
+/// of each block in turn.
+#[inline(always)]
+pub(crate) fn lane_maxima<E: Real>(
+    mut lanes: [E; LANES],
+    blocks: core::slice::ChunksExact<'_, E>,
+) -> [E; LANES] {
+    for block in blocks {
+        for (lane, &v) in lanes.iter_mut().zip(block) {
+            *lane = larger(*lane, v);
+        }
+    }
+    lanes
+}
+
+/// [`max_of`]'s result from its lanes: [`larger`] folded over them in order.
+#[inline(always)]
+pub(crate) fn largest_lane<E: Real>(lanes: [E; LANES]) -> E {
     lanes.into_iter().fold(lanes[0], larger)
 }
 

@@ -41,7 +41,7 @@ pub mod forward;
 use crate::cpu::parallel;
 
 pub use crate::cpu::gemm::{Gemm, Strided};
-pub(crate) use crate::cpu::real::{LANES, Real, larger, max_of};
+pub(crate) use crate::cpu::real::{LANES, Real, lane_maxima, larger, largest_lane, max_of};
 
 /// Query rows per task: enough rows for the GEMMs to run at speed, few enough that the
 /// `[QUERY_BLOCK, T]` scratch stays in the L2 cache up to T ≈ 1024.
@@ -84,17 +84,12 @@ fn max_of_visible<E: Real>(row: &[E], seen: usize) -> E {
         // tests' `Cut`).
         return max_of(&row[..seen]);
     };
-    let mut lanes = [row[0]; LANES];
-    for chunk in row[..full].chunks_exact(LANES) {
-        for (lane, &v) in lanes.iter_mut().zip(chunk) {
-            *lane = larger(*lane, v);
-        }
-    }
+    let mut lanes = lane_maxima([row[0]; LANES], row[..full].chunks_exact(LANES));
     for (l, (lane, &v)) in lanes.iter_mut().zip(last).enumerate() {
         let v = if l < rest { v } else { *lane };
         *lane = larger(*lane, v);
     }
-    lanes.into_iter().fold(lanes[0], larger)
+    largest_lane(lanes)
 }
 
 /// How a kernel lays out its scratch rows: [`padded_row`], or (in the tests, to show the
