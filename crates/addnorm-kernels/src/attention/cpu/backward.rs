@@ -53,7 +53,8 @@ struct Call<'a, E> {
     cap: Option<E>,
     saved: Saved<'a, E>,
     grad_output: &'a [E],
-    /// dQ, dK, dV; zeroed on entry (dK and dV are accumulated).
+    /// dQ, dK, dV, whatever they hold on entry: each element is written (dK and dV add
+    /// up over the query blocks onto what the first block that sees their key wrote).
     grads: [Shared<E>; 3],
     /// The scratch's row stride and the causal blocks' parts.
     cut: Cut,
@@ -170,7 +171,6 @@ pub(crate) fn backward_with<E: Gemm>(
 impl<E: Gemm> Call<'_, E> {
     /// The gradients of one head of one batch element.
     fn head(&self, scratch: &mut Scratch<E>, bh: usize) {
-        self.zero_key_gradients(bh);
         let layout = self.layout;
         let (b, h) = (bh / layout.heads, bh % layout.heads);
         let (head, dm, dims) = (
@@ -192,19 +192,40 @@ impl<E: Gemm> Call<'_, E> {
         }
     }
 
-    /// Zeroes this head's dK and dV columns, which its query blocks add into (here, hot in
-    /// cache, rather than a `memset` of the whole buffers before the call).
-    fn zero_key_gradients(&self, bh: usize) {
-        let layout = self.layout;
-        let (b, h) = (bh / layout.heads, bh % layout.heads);
-        for t in 0..layout.seq {
-            let start = layout.offset(b, h) + t * layout.d_model();
-            for grad in &self.grads[1..] {
-                // SAFETY: dK and dV's columns of head h of batch element b are written by
-                // this task (one per batch element and head) alone.
-                unsafe { grad.slice_mut(start, layout.d_head) }.fill(E::ZERO);
-            }
+    /// The keys whose dK and dV rows the query blocks before row `i0` have written: none
+    /// before the first block, else every key a row before `i0` sees.
+    fn written_before(&self, i0: usize) -> usize {
+        match i0 {
+            0 => 0,
+            _ => self.layout.visible_keys(i0 - 1, self.causal),
         }
+    }
+
+    /// How key part `j0..j1` of the block starting at row `i0` joins the head's rows of a
+    /// key gradient (`grad`: dK or dV) scaled by `alpha`: `β = 1` onto what earlier blocks
+    /// wrote, or `β = 0` where no block has written them yet, so that nothing zeroes them
+    /// first. A part whose keys are new only in part (one part per block, in the tests'
+    /// cuts), or `α ≤ 0` (where `α·(+0)` would be `−0`, not `0 + α·(+0) = +0`), zeroes its
+    /// new rows and adds onto them.
+    ///
+    /// A chain's sum `p` starts from `+0`, so it is never `−0`: with `α > 0`, `α·p` has
+    /// the bits of `0 + α·p` in every join ([`Gemm::gemm`]'s epilogue), so `β = 0` gives
+    /// the bits of adding onto zeroed rows. It spares the task a pass over its columns of
+    /// dK and dV, whose cache lines it would otherwise first fetch only to zero them.
+    fn key_beta(&self, grad: &Shared<E>, head: usize, (i0, j0, j1): Keys, alpha: E) -> E {
+        let new_from = self.written_before(i0).clamp(j0, j1);
+        if new_from == j1 {
+            return E::ONE;
+        }
+        if new_from == j0 && alpha > E::ZERO {
+            return E::ZERO;
+        }
+        let (dm, d_head) = (self.layout.d_model(), self.layout.d_head);
+        for j in new_from..j1 {
+            // SAFETY: dK's and dV's columns of this head are written by this task alone.
+            unsafe { grad.slice_mut(head + j * dm, d_head) }.fill(E::ZERO);
+        }
+        E::ONE
     }
 
     /// Adds one query block's contributions (`bh = b·heads + h`; `head`: the offset of the
@@ -333,6 +354,9 @@ impl<E: Gemm> Call<'_, E> {
         let [_, dk, dv] = &self.grads;
         let first = block.head + i0 * dm;
         for (j0, j1, r0) in self.cut.parts.keys(self.causal, i0, block.keys) {
+            let keys = (i0, j0, j1);
+            let dv_beta = self.key_beta(dv, block.head, keys, E::ONE);
+            let dk_beta = self.key_beta(dk, block.head, keys, self.scale);
             // SAFETY: P, dS, dO and q are read only; dK's and dV's rows of this head are
             // written by this task (one per batch element and head) alone.
             unsafe {
@@ -341,7 +365,7 @@ impl<E: Gemm> Call<'_, E> {
                     E::ONE,
                     block.p.t().from(j0, r0),
                     dout.rows(first + r0 * dm, dm),
-                    E::ONE,
+                    dv_beta,
                     dv.rows(block.head + j0 * dm, dm),
                 );
                 E::gemm(
@@ -349,7 +373,7 @@ impl<E: Gemm> Call<'_, E> {
                     self.scale,
                     block.ds.t().from(j0, r0),
                     q.rows(first + r0 * dm, dm),
-                    E::ONE,
+                    dk_beta,
                     dk.rows(block.head + j0 * dm, dm),
                 );
             }
@@ -361,6 +385,9 @@ impl<E: Gemm> Call<'_, E> {
         self.cut.parts.rows(self.causal, block.rows, block.keys)
     }
 }
+
+/// A key part of a query block: the block's first row `i0` and the keys `j0..j1`.
+type Keys = (usize, usize, usize);
 
 /// One query block of one head, as its steps see it.
 struct Block<E> {

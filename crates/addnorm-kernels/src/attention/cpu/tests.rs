@@ -421,3 +421,24 @@ fn the_visible_maximum_has_the_bits_of_max_of() {
         }
     }
 }
+
+/// With the logit scale 0, `dK = 0·dSᵀ·Q` is a sum of zeros that starts from `+0`, so
+/// every element of it is `+0`, also where `dSᵀ·Q` is negative (`0·p = −0` would be
+/// its bits if the first block wrote `α·p` alone; see `key_beta`). Over NaN-filled
+/// buffers, causal or not, one to three query blocks.
+#[test]
+fn a_zero_scale_gives_key_gradients_of_positive_zeros() {
+    for l in layouts() {
+        for causal in [true, false] {
+            let mut spec = AttentionSpec::causal(l.heads, l.d_head).with_scale(0.0);
+            spec.causal = causal;
+            let q: Vec<f32> = inputs(l.len(), 2e-3, -1.0);
+            let k: Vec<f32> = gradients(l.len(), 2.2e-3, -1.1);
+            let v: Vec<f32> = inputs(l.len(), 1.5e-3, -0.7);
+            let dout: Vec<f32> = gradients(l.len(), 1e-3, -0.5);
+            let bits = bits_with(l, &spec, [&q, &k, &v, &dout], Cut::KERNELS, f32::NAN);
+            let dk = &bits[4];
+            assert!(dk.iter().all(|&b| b == 0), "{l:?} causal {causal}");
+        }
+    }
+}
