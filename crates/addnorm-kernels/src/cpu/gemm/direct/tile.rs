@@ -146,17 +146,20 @@ pub(super) unsafe fn gemm<I: Isa, const MR: usize>(
         let mut i0 = 0;
         while i0 < m {
             let rows = [MR, 4, 2].into_iter().find(|&r| r <= m - i0).unwrap_or(1);
+            let next = next_tile_a::<MR>(ops, step, [i0, rows, m]);
             if rows == MR
                 && let Some(panel) = panel.as_mut()
             {
                 // SAFETY: rows i0..i0 + MR of A, unit row stride (`copy_a`), lie in C too.
-                unsafe { copied_row_tile::<I, MR>(ops, step, [i0, n], panel) };
+                unsafe { copied_row_tile::<I, MR>(ops, step, [i0, n], panel, next) };
                 i0 += rows;
                 continue;
             }
             for j0 in (0..n).step_by(2 * I::LANES) {
                 let cols = (n - j0).min(2 * I::LANES);
-                let (at, a) = (Tile { i0, j0, cols }, std::ptr::null());
+                // The first panel asks for the next row tile's A (see `next_tile_a`).
+                let next = if j0 == 0 { next } else { NextA::NONE };
+                let (at, a) = (Tile { i0, j0, cols, next }, std::ptr::null());
                 // SAFETY (each arm): rows i0..i0 + rows and columns j0..j0 + cols lie in C.
                 unsafe {
                     match (rows, cols > I::LANES) {
@@ -187,12 +190,14 @@ unsafe fn copied_row_tile<I: Isa, const MR: usize>(
     step: Step,
     [i0, n]: [usize; 2],
     panel: &mut APanel,
+    next: NextA,
 ) {
     // SAFETY: forwarded from the caller.
     let a = unsafe { panel.fill::<MR>(ops.a, i0, step) };
     for j0 in (0..n).step_by(2 * I::LANES) {
         let cols = (n - j0).min(2 * I::LANES);
-        let at = Tile { i0, j0, cols };
+        let next = if j0 == 0 { next } else { NextA::NONE };
+        let at = Tile { i0, j0, cols, next };
         // SAFETY (both): columns j0..j0 + cols lie in C; `a` holds the tile's chain of A.
         unsafe {
             if cols > I::LANES {
@@ -215,12 +220,75 @@ fn prefetch(at: *const f32) {
     }
 }
 
-/// Where a micro-tile lies in C: rows `i0..`, columns `j0..j0 + cols`.
+/// Where a micro-tile lies in C: rows `i0..`, columns `j0..j0 + cols`; and the A of the
+/// next row tile that its loop asks for ([`NextA`]).
 #[derive(Clone, Copy)]
 struct Tile {
     i0: usize,
     j0: usize,
     cols: usize,
+    next: NextA,
+}
+
+/// The next row tile's A, which a tile's loop prefetches for it one line or two a step
+/// (`prefetcht0`): `at` is its element `(i0 + MR, k0)`, or null for none.
+///
+/// A row tile first reads its A where the call's operands come cold (a training step's
+/// activations, written long before): `dW`'s panel of `Xᵀ` is short runs of X's rows,
+/// `row_stride · 4` bytes apart, and the forward's and `dX`'s tiles read `MR` rows of X or
+/// dY side by side. Those reads took most of the weight gradient's extra time cold
+/// (PERFORMANCE.md §45). A tile's first panel runs `chain` steps of `2·MR` FMAs, time
+/// enough for the next tile's lines to arrive: at step `t` it asks for
+/// - A with unit row stride (runs of `MR` down a column of X, copied into an [`APanel`]):
+///   both ends of run `t`;
+/// - A with unit column stride (rows along `k`): row `t mod MR` at column `t`, so each
+///   row is asked for every `MR < 16` columns, every line of it.
+///
+/// A prefetch changes no value, so no bit.
+#[derive(Clone, Copy)]
+struct NextA {
+    at: *const f32,
+    /// Whether A has unit row stride (else unit column stride).
+    runs: bool,
+}
+
+impl NextA {
+    /// No prefetch.
+    const NONE: NextA = NextA {
+        at: std::ptr::null(),
+        runs: false,
+    };
+
+    /// The lines of step `t` of the next tile (`R` rows), asked for.
+    #[inline(always)]
+    fn ask<const R: usize>(self, a: Strided<f32>, t: usize) {
+        if self.at.is_null() {
+            return;
+        }
+        let t = t as isize;
+        if self.runs {
+            let run = self.at.wrapping_offset(t * a.col_stride);
+            prefetch(run);
+            prefetch(run.wrapping_add(R - 1));
+        } else {
+            prefetch(self.at.wrapping_offset(t % R as isize * a.row_stride + t));
+        }
+    }
+}
+
+/// [`NextA`] for the row tile after rows `i0..i0 + rows` of `m`, over `step`'s chain:
+/// none unless this tile and the next are whole `MR`-row tiles of an A with a unit stride.
+#[inline(always)]
+fn next_tile_a<const MR: usize>(ops: Operands, step: Step, [i0, rows, m]: [usize; 3]) -> NextA {
+    let a = ops.a;
+    let runs = a.row_stride == 1;
+    if rows != MR || i0 + 2 * MR > m || !(runs || a.col_stride == 1) {
+        return NextA::NONE;
+    }
+    let at = a
+        .ptr
+        .wrapping_offset((i0 + MR) as isize * a.row_stride + step.k0 as isize * a.col_stride);
+    NextA { at, runs }
 }
 
 /// `R × (V·LANES)` elements of C from rows `i0..i0 + R` and columns `j0..j0 + cols`
@@ -255,7 +323,7 @@ unsafe fn tile<I: Isa, const R: usize, const V: usize, const COPIED: bool>(
 unsafe fn tile_of<I: Isa, const R: usize, const V: usize, const WHOLE: bool, const COPIED: bool>(
     ops: Operands,
     step: Step,
-    Tile { i0, j0, cols }: Tile,
+    Tile { i0, j0, cols, next }: Tile,
     copied: *const f32,
 ) {
     let cols = if WHOLE { V * I::LANES } else { cols };
@@ -288,7 +356,8 @@ unsafe fn tile_of<I: Isa, const R: usize, const V: usize, const WHOLE: bool, con
         // j0 is a multiple of the panel width.
         let panel = (j0 / (2 * I::LANES)) as isize * ops.b_panel;
         let mut b_k = ops.b.offset(step.k0 as isize * ops.b_row + panel);
-        for _ in 0..step.chain {
+        for t in 0..step.chain {
+            next.ask::<R>(a, t);
             if ops.b_ahead != 0 {
                 for v in 0..V {
                     prefetch(b_k.wrapping_offset(ops.b_ahead).wrapping_add(v * I::LANES));
