@@ -11,13 +11,13 @@
 //! where they lie when they are contiguous; only a B with strided rows (`Wᵀ`, `Kᵀ`) is
 //! copied first, `k × n` elements against the `m × k × n` multiply-adds it feeds.
 //!
-//! A weight gradient's larger `Xᵀ·dY` (B up to [`Kernel::largest_panelled_b`] elements,
-//! twice the bound above) is taken too, with B copied into panels of its columns
-//! (`[n / (2·LANES)][k][2·LANES]`, each panel's rows adjacent) and each row tile's A into a
-//! buffer ([`tile`]'s `APanel`): both then stream from cache in the order the loop reads
-//! them. On a 2-core Ice Lake Xeon the d128 model's feed-forward `dW` blocks ran 1.3–1.5×
-//! faster than in `matrixmultiply` with their operands in cache, 1.1× with them in L3
-//! (PERFORMANCE.md §29).
+//! A weight gradient's larger `Xᵀ·dY` (B up to [`Kernel::largest_b_with_copied_a`]
+//! elements, twice the bound above) is taken too, with each row tile's A copied into a
+//! buffer ([`tile`]'s `APanel`) and B read where it lies. On a 2-core Ice Lake Xeon the
+//! d128 model's feed-forward `dW` blocks ran 1.3–1.5× faster than in `matrixmultiply` with
+//! their operands in cache, 1.1× with them in L3 (PERFORMANCE.md §29); B was then copied
+//! into panels of its columns too. Since the loops prefetch B's rows (below), that copy
+//! made the feed-forward-in `dW` 4–7% slower on a Zen 4 (§45), so it went.
 //!
 //! A B over 32 KiB does not stay in L1 between row tiles, so each tile's loop prefetches
 //! its rows [`PREFETCH_ROWS`] ahead of the row it multiplies: the d128 model's weight
@@ -116,15 +116,12 @@ unsafe fn run(
     let kernel = kernel.filter(|&kernel| takes(kernel, [m, k, n], [a, b], c))?;
     #[cfg(target_arch = "x86_64")]
     {
-        // A B over the rows bound is copied into panels (`takes` saw its A and B fit).
-        let arrangement = if k * n > kernel.largest_b() {
-            Arrangement::Panels
-        } else {
-            Arrangement::Rows
-        };
+        // B in place when its rows are contiguous (every B over the rows bound is, by
+        // `takes`), its rows prefetched when it is large (`multiply`).
         // SAFETY: the caller guarantees b addresses k × n live elements; `takes` that
         // their offsets fit.
-        let (_copy, layout) = unsafe { arrange::<Aligned<f32>>(kernel, b, [k, n], arrangement) };
+        let (_copy, layout) =
+            unsafe { arrange::<Aligned<f32>>(kernel, b, [k, n], Arrangement::Rows) };
         // SAFETY: as the caller's; `_copy` lives until the product is done.
         unsafe { multiply(kernel, [m, k, n], alpha, a, layout, (beta, c_in), c) };
         Some(())
@@ -479,11 +476,11 @@ impl Kernel {
         }
     }
 
-    /// The most elements of a B this kernel takes as column panels, for an A with unit row
-    /// stride (a weight gradient's `Xᵀ`): 2¹⁷ on AVX-512, the d128 model's `[256, 512]`
+    /// The most elements of a B with contiguous rows this kernel takes beside an A with unit
+    /// row stride (a weight gradient's `Xᵀ`, whose row tiles it copies): 2¹⁷ on AVX-512, the d128 model's `[256, 512]`
     /// feed-forward `dY` blocks, which `matrixmultiply` ran at 43–75 GFLOP/s on the Ice
     /// Lake Xeon; none on AVX2 (not measured).
-    fn largest_panelled_b(self) -> usize {
+    fn largest_b_with_copied_a(self) -> usize {
         match self {
             Kernel::Avx512 => 1 << 17,
             Kernel::Avx2Fma => 0,
@@ -559,16 +556,17 @@ unsafe fn copy_rows_on(kernel: Option<Kernel>, b: Strided<f32>, [k, n]: [usize; 
 /// It takes products whose B has at most [`Kernel::largest_b`] elements: the row tiles
 /// run outer, so every tile of rows reads all of B, which must stay in cache for that to be
 /// cheap. Above it (the d = 512 model's projections) `matrixmultiply`'s cache blocking is
-/// faster (PERFORMANCE.md §11 and §18). Up to [`Kernel::largest_panelled_b`] it also
-/// takes a B with contiguous rows times an A with unit row stride, copying both.
+/// faster (PERFORMANCE.md §11 and §18). Up to [`Kernel::largest_b_with_copied_a`] it also
+/// takes a B with contiguous rows times an A with unit row stride, copying A's row tiles.
 fn takes(
     kernel: Kernel,
     [m, k, n]: [usize; 3],
     [a, b]: [Strided<f32>; 2],
     c: Strided<f32>,
 ) -> bool {
-    let panelled = a.row_stride == 1 && b.col_stride == 1 && k * n <= kernel.largest_panelled_b();
-    let sizes = m > 0 && k > 0 && n > 0 && (k * n <= kernel.largest_b() || panelled);
+    let copied_a =
+        a.row_stride == 1 && b.col_stride == 1 && k * n <= kernel.largest_b_with_copied_a();
+    let sizes = m > 0 && k > 0 && n > 0 && (k * n <= kernel.largest_b() || copied_a);
     sizes && c.col_stride == 1 && offsets_fit(b, n)
 }
 

@@ -114,7 +114,7 @@ const ROW_MAJOR: Layout = Layout {
 fn equals_matrixmultiply_bit_for_bit_over_shapes_and_layouts() {
     let (mut taken, mut small) = (0, 0);
     let bound = cpu_kernel().map_or(0, Kernel::largest_b);
-    let panelled = cpu_kernel().map_or(0, Kernel::largest_panelled_b);
+    let with_copied_a = cpu_kernel().map_or(0, Kernel::largest_b_with_copied_a);
     for m in [1, 2, 3, 5, 11, 12, 13, 17, 25, 64] {
         for k in [1, 7, 16, 17, 32, 255, 256, 257, 600] {
             for n in [1, 5, 16, 17, 31, 32, 33, 96, 128] {
@@ -135,15 +135,15 @@ fn equals_matrixmultiply_bit_for_bit_over_shapes_and_layouts() {
                     ];
                     taken += usize::from(compare([m, k, n], layouts, 1.0, 0.0));
                     // An A with unit row stride (transposed) and a row-major B go up to the
-                    // panelled bound.
+                    // bound for a copied A.
                     let unit_a = transposed[0] && !transposed[1];
-                    small += usize::from(k * n <= bound || (unit_a && k * n <= panelled));
+                    small += usize::from(k * n <= bound || (unit_a && k * n <= with_copied_a));
                 }
             }
         }
     }
     // The kernel takes every call up to its size limit where it runs: on AVX-512 all but the
-    // k = 600, n = 128 calls whose A is not transposed or whose B is (B in panels takes
+    // k = 600, n = 128 calls whose A is not transposed or whose B is (a copied A takes
     // the rest); on AVX2 the 64 (k, n) pairs with k·n ≤ 8192.
     let expected = match cpu_kernel() {
         Some(Kernel::Avx512) => 10 * 9 * 9 * 4 - 10 * 3,
