@@ -14,13 +14,17 @@
 //! rate in GFLOP/s, counting `2·T_q·n_k·d_head` per product over the query blocks the
 //! kernels run (2 products forward, 5 backward). `ROUNDS=r` repeats this and keeps each
 //! column's fastest median (fastest call with `MIN` set): the hosts are shared and noisy.
-//! PERFORMANCE.md §30 quotes it.
+//! With `COLD=N`, the calls cycle through `N` copies of their operands and outputs (about
+//! 9 MiB a copy for d128: 8 put them out of a 32 MiB L3), as in a training step, where a
+//! layer's attention reads what was written several layers ago. PERFORMANCE.md §30 quotes
+//! it.
 
 use addnorm_kernels::attention::cpu::{QUERY_BLOCK, backward, forward};
 use addnorm_kernels::attention::spec::{AttentionSpec, HeadLayout};
 
 #[path = "shared/timing.rs"]
 mod timing;
+use addnorm_kernels::cpu::aligned::Aligned;
 use timing::{announced_rounds, best_of, operand, time};
 
 /// `(label, batch, T, heads, d_head)`: the lab's models' attention.
@@ -42,28 +46,63 @@ fn product_flops(layout: HeadLayout) -> f64 {
     2.0 * (per_head * layout.batch * layout.heads) as f64
 }
 
+/// One copy of a call's operands and outputs.
+struct Operands {
+    q: Aligned<f32>,
+    k: Aligned<f32>,
+    v: Aligned<f32>,
+    grad: Aligned<f32>,
+    out: Vec<f32>,
+    lse: Vec<f32>,
+    grads: [Vec<f32>; 3],
+}
+
+impl Operands {
+    fn new(layout: HeadLayout, copy: usize) -> Self {
+        let len = layout.len();
+        let [q, k, v, grad] = [1, 2, 3, 4].map(|s| operand(len, s + 8 * copy));
+        Self {
+            q,
+            k,
+            v,
+            grad,
+            out: vec![0.0; len],
+            lse: vec![0.0; layout.batch * layout.heads * layout.seq],
+            grads: [(); 3].map(|()| vec![0.0; len]),
+        }
+    }
+}
+
+/// `COLD` (1 when unset): how many copies of the operands the calls cycle through.
+fn cold_copies() -> usize {
+    std::env::var("COLD").map_or(1, |n| n.parse().ok().filter(|&n| n > 0).expect("COLD"))
+}
+
 /// The forward's and the backward's seconds for one case ([`time`]).
 fn measure(layout: HeadLayout, calls: usize) -> [f64; 2] {
     let spec = AttentionSpec::causal(layout.heads, layout.d_head);
-    let len = layout.len();
-    let [q, k, v, grad] = [1, 2, 3, 4].map(|s| operand(len, s));
-    let (mut out, mut lse) = (
-        vec![0.0; len],
-        vec![0.0; layout.batch * layout.heads * layout.seq],
-    );
+    let mut copies: Vec<Operands> = (0..cold_copies())
+        .map(|copy| Operands::new(layout, copy))
+        .collect();
+    let count = copies.len();
+    let mut next = 0;
     let fwd = time(calls, || {
-        forward::forward(layout, &spec, [&q, &k, &v], &mut out, &mut lse);
+        next = (next + 1) % count;
+        let c = &mut copies[next];
+        forward::forward(layout, &spec, [&c.q, &c.k, &c.v], &mut c.out, &mut c.lse);
     });
-    let [mut dq, mut dk, mut dv] = [(); 3].map(|()| vec![0.0; len]);
-    let saved = backward::Saved {
-        q: &q,
-        k: &k,
-        v: &v,
-        output: &out,
-        lse: &lse,
-    };
     let bwd = time(calls, || {
-        backward::backward(layout, &spec, saved, &grad, [&mut dq, &mut dk, &mut dv]);
+        next = (next + 1) % count;
+        let c = &mut copies[next];
+        let saved = backward::Saved {
+            q: &c.q,
+            k: &c.k,
+            v: &c.v,
+            output: &c.out,
+            lse: &c.lse,
+        };
+        let [dq, dk, dv] = &mut c.grads;
+        backward::backward(layout, &spec, saved, &c.grad, [dq, dk, dv]);
     });
     [fwd, bwd]
 }
