@@ -362,16 +362,23 @@ fn padded_scratch_rows_change_no_bit() {
 /// The backward writes dQ, dK and dV whole over whatever the buffers held (the output pool
 /// hands them out as their last output left them): into buffers of NaNs it gives the bits
 /// it gives into zeroed ones, causal and not, across query blocks and several heads.
+/// Q, K, V and dO of `len` elements for the tests over stale gradient buffers.
+fn stale_buffer_operands(len: usize) -> [Vec<f32>; 4] {
+    [
+        inputs(len, 2e-3, -1.0),
+        gradients(len, 2.2e-3, -1.1),
+        inputs(len, 1.5e-3, -0.7),
+        gradients(len, 1e-3, -0.5),
+    ]
+}
+
 #[test]
 fn the_backward_writes_its_gradients_whole_over_stale_buffers() {
     for l in layouts() {
         for causal in [true, false] {
             let mut spec = AttentionSpec::causal(l.heads, l.d_head);
             spec.causal = causal;
-            let q: Vec<f32> = inputs(l.len(), 2e-3, -1.0);
-            let k: Vec<f32> = gradients(l.len(), 2.2e-3, -1.1);
-            let v: Vec<f32> = inputs(l.len(), 1.5e-3, -0.7);
-            let dout: Vec<f32> = gradients(l.len(), 1e-3, -0.5);
+            let [q, k, v, dout] = stale_buffer_operands(l.len());
             let operands = [&q[..], &k, &v, &dout];
             assert_eq!(
                 bits_with(l, &spec, operands, Cut::KERNELS, f32::NAN),
@@ -432,10 +439,7 @@ fn a_zero_scale_gives_key_gradients_of_positive_zeros() {
         for causal in [true, false] {
             let mut spec = AttentionSpec::causal(l.heads, l.d_head).with_scale(0.0);
             spec.causal = causal;
-            let q: Vec<f32> = inputs(l.len(), 2e-3, -1.0);
-            let k: Vec<f32> = gradients(l.len(), 2.2e-3, -1.1);
-            let v: Vec<f32> = inputs(l.len(), 1.5e-3, -0.7);
-            let dout: Vec<f32> = gradients(l.len(), 1e-3, -0.5);
+            let [q, k, v, dout] = stale_buffer_operands(l.len());
             let bits = bits_with(l, &spec, [&q, &k, &v, &dout], Cut::KERNELS, f32::NAN);
             let dk = &bits[4];
             assert!(dk.iter().all(|&b| b == 0), "{l:?} causal {causal}");
