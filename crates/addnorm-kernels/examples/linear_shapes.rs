@@ -16,7 +16,9 @@
 //! for the feed-forward layers: 16 put them out of a 48 MiB L3), as in a training step,
 //! where each layer's operands were last touched several layers ago. The operands start on
 //! 64-byte lines, as the kernels' outputs do; `OFFSET=4` puts them 16 bytes past one, where
-//! glibc's `malloc` starts a large `Vec` (PERFORMANCE.md §39).
+//! glibc's `malloc` starts a large `Vec` (PERFORMANCE.md §39). With `KEEP=N`, the forward's
+//! and dX's last `N` outputs stay alive, so each call writes memory last touched `N` calls
+//! before, as a training step does, not the buffer its previous call freed (§45).
 //! PERFORMANCE.md §30 quotes it.
 
 use addnorm_kernels::cpu::aligned::Aligned;
@@ -41,6 +43,33 @@ fn cold_copies() -> usize {
     std::env::var("COLD").map_or(1, |n| n.parse().ok().filter(|&n| n > 0).expect("COLD"))
 }
 
+/// The last `KEEP` outputs (none when unset), kept alive so that each new one lands in
+/// memory last written `KEEP` calls ago, as a training step's outputs do (they come from
+/// the output pool, freed by an earlier step's backward).
+struct Kept {
+    outputs: std::collections::VecDeque<Aligned<f32>>,
+    most: usize,
+}
+
+impl Kept {
+    fn new() -> Self {
+        let most = std::env::var("KEEP").map_or(0, |k| k.parse().expect("KEEP"));
+        Self {
+            outputs: std::collections::VecDeque::new(),
+            most,
+        }
+    }
+
+    fn keep(&mut self, output: Aligned<f32>) {
+        if self.most > 0 {
+            self.outputs.push_back(output);
+            if self.outputs.len() > self.most {
+                self.outputs.pop_front();
+            }
+        }
+    }
+}
+
 fn main() {
     let rounds = announced_rounds();
     println!("| layer | forward ms | GFLOP/s | dX ms | GFLOP/s | dW, db ms | GFLOP/s |");
@@ -63,15 +92,16 @@ fn main() {
             next = (next + 1) % copies.len();
             &copies[next]
         };
+        let mut kept = Kept::new();
         let best = best_of(rounds, || {
             [
                 time(30, || {
                     let [x, w, b, _] = cycle();
-                    forward(dims, x, w, Some(b))
+                    kept.keep(forward(dims, x, w, Some(b)));
                 }),
                 time(30, || {
                     let [_, w, _, dy] = cycle();
-                    backward_input(dims, dy, w)
+                    kept.keep(backward_input(dims, dy, w));
                 }),
                 time(30, || {
                     let [x, _, _, dy] = cycle();
