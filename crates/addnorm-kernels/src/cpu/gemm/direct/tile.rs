@@ -159,15 +159,7 @@ pub(super) unsafe fn gemm<I: Isa, const MR: usize>(
                 let cols = (n - j0).min(2 * I::LANES);
                 // The first panel asks for the next row tile's A (see `next_tile_a`).
                 let next = if j0 == 0 { next } else { NextA::NONE };
-                let next_c = next_tile_c::<MR>(ops, [i0, rows, m], j0);
-                let at = Tile {
-                    i0,
-                    j0,
-                    cols,
-                    next,
-                    next_c,
-                };
-                let a = std::ptr::null();
+                let (at, a) = (Tile { i0, j0, cols, next }, std::ptr::null());
                 // SAFETY (each arm): rows i0..i0 + rows and columns j0..j0 + cols lie in C.
                 unsafe {
                     match (rows, cols > I::LANES) {
@@ -205,14 +197,7 @@ unsafe fn copied_row_tile<I: Isa, const MR: usize>(
     for j0 in (0..n).step_by(2 * I::LANES) {
         let cols = (n - j0).min(2 * I::LANES);
         let next = if j0 == 0 { next } else { NextA::NONE };
-        let next_c = next_tile_c::<MR>(ops, [i0, MR, ops.m], j0);
-        let at = Tile {
-            i0,
-            j0,
-            cols,
-            next,
-            next_c,
-        };
+        let at = Tile { i0, j0, cols, next };
         // SAFETY (both): columns j0..j0 + cols lie in C; `a` holds the tile's chain of A.
         unsafe {
             if cols > I::LANES {
@@ -235,35 +220,14 @@ fn prefetch(at: *const f32) {
     }
 }
 
-/// Where a micro-tile lies in C: rows `i0..`, columns `j0..j0 + cols`; and what of the
-/// next row tile its loop asks for: A ([`NextA`]) and C ([`next_tile_c`]).
+/// Where a micro-tile lies in C: rows `i0..`, columns `j0..j0 + cols`; and the A of the
+/// next row tile that its loop asks for ([`NextA`]).
 #[derive(Clone, Copy)]
 struct Tile {
     i0: usize,
     j0: usize,
     cols: usize,
     next: NextA,
-    next_c: *const f32,
-}
-
-/// The element `(i0 + MR, j0)` of C, whose tile (the same columns, the next row tile) the
-/// tile at rows `i0..i0 + rows` asks for, one line a step over its first `MR·V` steps; null
-/// unless both are whole `MR`-row tiles.
-///
-/// A training step's outputs come from its output pool, written last a step before, so a
-/// tile's stores would each first fetch their line from memory (a write's read for
-/// ownership) and stall the loop behind them: with the last 16 outputs kept alive
-/// (`linear_shapes KEEP=16`), the d128 layers' forward and dX ran 3–9% slower than over
-/// the buffer the previous call freed (PERFORMANCE.md §45). Asked for a tile ahead, the
-/// lines are in L1 when the stores come. A prefetch changes no value.
-#[inline(always)]
-fn next_tile_c<const MR: usize>(ops: Operands, [i0, rows, m]: [usize; 3], j0: usize) -> *const f32 {
-    if rows != MR || i0 + 2 * MR > m {
-        return std::ptr::null();
-    }
-    ops.c
-        .cast_const()
-        .wrapping_offset((i0 + MR) as isize * ops.c_row + j0 as isize)
 }
 
 /// The next row tile's A, which a tile's loop prefetches for it one line or two a step
@@ -359,13 +323,7 @@ unsafe fn tile<I: Isa, const R: usize, const V: usize, const COPIED: bool>(
 unsafe fn tile_of<I: Isa, const R: usize, const V: usize, const WHOLE: bool, const COPIED: bool>(
     ops: Operands,
     step: Step,
-    Tile {
-        i0,
-        j0,
-        cols,
-        next,
-        next_c,
-    }: Tile,
+    Tile { i0, j0, cols, next }: Tile,
     copied: *const f32,
 ) {
     let cols = if WHOLE { V * I::LANES } else { cols };
@@ -400,10 +358,6 @@ unsafe fn tile_of<I: Isa, const R: usize, const V: usize, const WHOLE: bool, con
         let mut b_k = ops.b.offset(step.k0 as isize * ops.b_row + panel);
         for t in 0..step.chain {
             next.ask::<R>(a, t);
-            if !next_c.is_null() && t < R * V {
-                let (r, v) = ((t / V) as isize, (t % V) * I::LANES);
-                prefetch(next_c.wrapping_offset(r * ops.c_row).wrapping_add(v));
-            }
             if ops.b_ahead != 0 {
                 for v in 0..V {
                     prefetch(b_k.wrapping_offset(ops.b_ahead).wrapping_add(v * I::LANES));
