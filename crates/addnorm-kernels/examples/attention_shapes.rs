@@ -25,7 +25,7 @@ use addnorm_kernels::attention::spec::{AttentionSpec, HeadLayout};
 #[path = "shared/timing.rs"]
 mod timing;
 use addnorm_kernels::cpu::aligned::Aligned;
-use timing::{announced_rounds, best_of, operand, time};
+use timing::{announced_rounds, best_of, cold_copies, operand, time};
 
 /// `(label, batch, T, heads, d_head)`: the lab's models' attention.
 const CASES: [(&str, usize, usize, usize, usize); 3] = [
@@ -71,11 +71,6 @@ impl Operands {
             grads: [(); 3].map(|()| vec![0.0; len]),
         }
     }
-}
-
-/// `COLD` (1 when unset): how many copies of the operands the calls cycle through.
-fn cold_copies() -> usize {
-    std::env::var("COLD").map_or(1, |n| n.parse().ok().filter(|&n| n > 0).expect("COLD"))
 }
 
 /// The forward's and the backward's seconds for one case ([`time`]).

@@ -26,7 +26,7 @@ use addnorm_kernels::linear::cpu::{LinearDims, backward_input, backward_paramete
 
 #[path = "shared/timing.rs"]
 mod timing;
-use timing::{announced_rounds, best_of, operand, time};
+use timing::{announced_rounds, best_of, cold_copies, operand, time};
 
 /// `(label, rows, d_in, d_out)`: the d128/T128 model's layers (batch 16 × T 128 rows).
 const CASES: [(&str, usize, usize, usize); 3] = [
@@ -34,14 +34,6 @@ const CASES: [(&str, usize, usize, usize); 3] = [
     ("feed-forward in 2048 x 128 -> 512", 2048, 128, 512),
     ("feed-forward out 2048 x 512 -> 128", 2048, 512, 128),
 ];
-
-/// `COLD` (1 when unset): how many copies of the operands the calls cycle through.
-///
-/// # Panics
-/// If `COLD` is not a positive number.
-fn cold_copies() -> usize {
-    std::env::var("COLD").map_or(1, |n| n.parse().ok().filter(|&n| n > 0).expect("COLD"))
-}
 
 /// The last `KEEP` outputs (none when unset), kept alive so that each new one lands in
 /// memory last written `KEEP` calls ago, as a training step's outputs do (they come from

@@ -1,5 +1,6 @@
 //! What the kernel examples that time calls alone share (`attention_shapes`,
-//! `gelu_shapes`, `linear_shapes`, `norm_shapes`): their `ROUNDS` option and header line, deterministic
+//! `gelu_shapes`, `linear_shapes`, `norm_shapes`): their `ROUNDS` option and header line,
+//! the `COLD` option of those that cycle through copies of their operands, deterministic
 //! operands on 64-byte lines (or `OFFSET` elements past them), a call's median time, or its fastest with `MIN` set, over a number of calls
 //! after 5 unmeasured ones, and each call's best over the rounds.
 
@@ -24,6 +25,18 @@ pub fn operand(len: usize, seed: usize) -> Aligned<f32> {
         *v = ((i * 7919 + seed * 104_729) % 2001) as f32 / 1000.0 - 1.0;
     }
     Aligned::from_parts(buffer, start + offset, len)
+}
+
+/// `COLD` (1 when unset): how many copies of their operands the calls cycle through.
+///
+/// # Panics
+/// If `COLD` is not a positive number.
+#[allow(
+    dead_code,
+    reason = "attention_shapes and linear_shapes read COLD; the others do not"
+)]
+pub fn cold_copies() -> usize {
+    std::env::var("COLD").map_or(1, |n| n.parse().ok().filter(|&n| n > 0).expect("COLD"))
 }
 
 /// The median of `values` (the upper one of an even count).

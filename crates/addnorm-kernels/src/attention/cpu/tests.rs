@@ -359,9 +359,6 @@ fn padded_scratch_rows_change_no_bit() {
     assert_same_bits_as_the_kernels(&shapes, &[true, false], unpadded);
 }
 
-/// The backward writes dQ, dK and dV whole over whatever the buffers held (the output pool
-/// hands them out as their last output left them): into buffers of NaNs it gives the bits
-/// it gives into zeroed ones, causal and not, across query blocks and several heads.
 /// Q, K, V and dO of `len` elements for the tests over stale gradient buffers.
 fn stale_buffer_operands(len: usize) -> [Vec<f32>; 4] {
     [
@@ -372,6 +369,9 @@ fn stale_buffer_operands(len: usize) -> [Vec<f32>; 4] {
     ]
 }
 
+/// The backward writes dQ, dK and dV whole over whatever the buffers held (the output pool
+/// hands them out as their last output left them): into buffers of NaNs it gives the bits
+/// it gives into zeroed ones, causal and not, across query blocks and several heads.
 #[test]
 fn the_backward_writes_its_gradients_whole_over_stale_buffers() {
     for l in layouts() {

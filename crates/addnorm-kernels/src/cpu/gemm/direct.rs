@@ -477,9 +477,9 @@ impl Kernel {
     }
 
     /// The most elements of a B with contiguous rows this kernel takes beside an A with unit
-    /// row stride (a weight gradient's `Xᵀ`, whose row tiles it copies): 2¹⁷ on AVX-512, the d128 model's `[256, 512]`
-    /// feed-forward `dY` blocks, which `matrixmultiply` ran at 43–75 GFLOP/s on the Ice
-    /// Lake Xeon; none on AVX2 (not measured).
+    /// row stride (a weight gradient's `Xᵀ`, whose row tiles it copies): 2¹⁷ on AVX-512,
+    /// the d128 model's `[256, 512]` feed-forward `dY` blocks, which `matrixmultiply` ran
+    /// at 43–75 GFLOP/s on the Ice Lake Xeon; none on AVX2 (not measured).
     fn largest_b_with_copied_a(self) -> usize {
         match self {
             Kernel::Avx512 => 1 << 17,
