@@ -160,25 +160,31 @@ fn layouts() -> Vec<HeadLayout> {
         .collect()
 }
 
+/// Each of [`layouts`] with its default spec (`1/√d_head`, no cap), causal and not.
+fn layouts_and_specs() -> Vec<(HeadLayout, AttentionSpec)> {
+    layouts()
+        .into_iter()
+        .flat_map(|l| {
+            [true, false].map(|causal| {
+                let mut spec = AttentionSpec::causal(l.heads, l.d_head);
+                spec.causal = causal;
+                (l, spec)
+            })
+        })
+        .collect()
+}
+
 #[test]
 fn kernels_match_the_reference_in_f64() {
-    for l in layouts() {
-        for causal in [true, false] {
-            let mut spec = AttentionSpec::causal(l.heads, l.d_head).with_scale(0.8);
-            spec.causal = causal;
-            check::<f64>(l, spec, 1e-12);
-        }
+    for (l, spec) in layouts_and_specs() {
+        check::<f64>(l, spec.with_scale(0.8), 1e-12);
     }
 }
 
 #[test]
 fn kernels_match_the_reference_in_f32() {
-    for l in layouts() {
-        for causal in [true, false] {
-            let mut spec = AttentionSpec::causal(l.heads, l.d_head).with_scale(0.8);
-            spec.causal = causal;
-            check::<f32>(l, spec, 2e-5);
-        }
+    for (l, spec) in layouts_and_specs() {
+        check::<f32>(l, spec.with_scale(0.8), 2e-5);
     }
 }
 
@@ -186,15 +192,10 @@ fn kernels_match_the_reference_in_f32() {
 /// inputs reach, so that the tanh bends them and its slope scales the gradients.
 #[test]
 fn soft_capped_kernels_match_the_reference() {
-    for l in layouts() {
-        for causal in [true, false] {
-            let mut spec = AttentionSpec::causal(l.heads, l.d_head)
-                .with_scale(0.8)
-                .with_softcap(1.5);
-            spec.causal = causal;
-            check::<f64>(l, spec, 1e-12);
-            check::<f32>(l, spec, 2e-5);
-        }
+    for (l, spec) in layouts_and_specs() {
+        let spec = spec.with_scale(0.8).with_softcap(1.5);
+        check::<f64>(l, spec, 1e-12);
+        check::<f32>(l, spec, 2e-5);
     }
 }
 
@@ -374,18 +375,15 @@ fn stale_buffer_operands(len: usize) -> [Vec<f32>; 4] {
 /// it gives into zeroed ones, causal and not, across query blocks and several heads.
 #[test]
 fn the_backward_writes_its_gradients_whole_over_stale_buffers() {
-    for l in layouts() {
-        for causal in [true, false] {
-            let mut spec = AttentionSpec::causal(l.heads, l.d_head);
-            spec.causal = causal;
-            let [q, k, v, dout] = stale_buffer_operands(l.len());
-            let operands = [&q[..], &k, &v, &dout];
-            assert_eq!(
-                bits_with(l, &spec, operands, Cut::KERNELS, f32::NAN),
-                bits_with(l, &spec, operands, Cut::KERNELS, 0.0),
-                "{l:?} causal {causal}"
-            );
-        }
+    for (l, spec) in layouts_and_specs() {
+        let [q, k, v, dout] = stale_buffer_operands(l.len());
+        let operands = [&q[..], &k, &v, &dout];
+        assert_eq!(
+            bits_with(l, &spec, operands, Cut::KERNELS, f32::NAN),
+            bits_with(l, &spec, operands, Cut::KERNELS, 0.0),
+            "{l:?} causal {}",
+            spec.causal
+        );
     }
 }
 
@@ -435,14 +433,11 @@ fn the_visible_maximum_has_the_bits_of_max_of() {
 /// buffers, causal or not, one to three query blocks.
 #[test]
 fn a_zero_scale_gives_key_gradients_of_positive_zeros() {
-    for l in layouts() {
-        for causal in [true, false] {
-            let mut spec = AttentionSpec::causal(l.heads, l.d_head).with_scale(0.0);
-            spec.causal = causal;
-            let [q, k, v, dout] = stale_buffer_operands(l.len());
-            let bits = bits_with(l, &spec, [&q, &k, &v, &dout], Cut::KERNELS, f32::NAN);
-            let dk = &bits[4];
-            assert!(dk.iter().all(|&b| b == 0), "{l:?} causal {causal}");
-        }
+    for (l, spec) in layouts_and_specs() {
+        let spec = spec.with_scale(0.0);
+        let [q, k, v, dout] = stale_buffer_operands(l.len());
+        let bits = bits_with(l, &spec, [&q, &k, &v, &dout], Cut::KERNELS, f32::NAN);
+        let dk = &bits[4];
+        assert!(dk.iter().all(|&b| b == 0), "{l:?} causal {}", spec.causal);
     }
 }
