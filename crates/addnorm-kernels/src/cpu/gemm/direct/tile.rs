@@ -259,19 +259,18 @@ impl NextA {
         runs: false,
     };
 
-    /// The lines of step `t` of the next tile (`R` rows), asked for.
+    /// The lines of step `t` of the next tile (`R` rows), asked for; `row = t mod R`, kept
+    /// by the caller's loop (a division per step took an FMA port on Intel). `at` is not
+    /// null.
     #[inline(always)]
-    fn ask<const R: usize>(self, a: Strided<f32>, t: usize) {
-        if self.at.is_null() {
-            return;
-        }
+    fn ask<const R: usize>(self, a: Strided<f32>, t: usize, row: usize) {
         let t = t as isize;
         if self.runs {
             let run = self.at.wrapping_offset(t * a.col_stride);
             prefetch(run);
             prefetch(run.wrapping_add(R - 1));
         } else {
-            prefetch(self.at.wrapping_offset(t % R as isize * a.row_stride + t));
+            prefetch(self.at.wrapping_offset(row as isize * a.row_stride + t));
         }
     }
 }
@@ -337,43 +336,35 @@ unsafe fn tile_of<I: Isa, const R: usize, const V: usize, const WHOLE: bool, con
     // lanes are neither read nor written.
     let masks: [I::Mask; V] =
         std::array::from_fn(|v| unsafe { I::mask(cols.saturating_sub(v * I::LANES)) });
-    let mut acc = [[unsafe { I::zero() }; V]; R];
     let a = ops.a;
     // A copied: rows 1 apart and chains of R, constants, so each row's load has a fixed
     // offset from one pointer.
-    let (a_row, a_k_step) = if COPIED {
-        (1, R as isize)
+    let a_k = if COPIED {
+        (copied, 1_isize, R as isize)
     } else {
-        (a.row_stride, a.col_stride)
-    };
-    unsafe {
-        let mut a_k = if COPIED {
-            copied
-        } else {
+        // SAFETY: (i0, k0) lies in A.
+        let first = unsafe {
             a.ptr
                 .offset(i0 as isize * a.row_stride + step.k0 as isize * a.col_stride)
         };
-        // j0 is a multiple of the panel width.
-        let panel = (j0 / (2 * I::LANES)) as isize * ops.b_panel;
-        let mut b_k = ops.b.offset(step.k0 as isize * ops.b_row + panel);
-        for t in 0..step.chain {
-            next.ask::<R>(a, t);
-            if ops.b_ahead != 0 {
-                for v in 0..V {
-                    prefetch(b_k.wrapping_offset(ops.b_ahead).wrapping_add(v * I::LANES));
-                }
-            }
-            let bv: [I::V; V] = std::array::from_fn(|v| I::load(masks[v], b_k.add(v * I::LANES)));
-            for (r, acc) in acc.iter_mut().enumerate() {
-                let av = I::splat(*a_k.offset(r as isize * a_row));
-                for v in 0..V {
-                    acc[v] = I::fmadd(av, bv[v], acc[v]);
-                }
-            }
-            a_k = a_k.wrapping_offset(a_k_step);
-            b_k = b_k.wrapping_offset(ops.b_row);
+        (first.cast_const(), a.row_stride, a.col_stride)
+    };
+    // j0 is a multiple of the panel width.
+    let panel = (j0 / (2 * I::LANES)) as isize * ops.b_panel;
+    // SAFETY: row k0 of the tile's panel lies in B.
+    let b_k = unsafe { ops.b.offset(step.k0 as isize * ops.b_row + panel) };
+    let b = (b_k, ops.b_row, ops.b_ahead);
+    // Each loop does only the per-step work it needs: the next tile's A in the first
+    // panel's, B's rows ahead where B is large.
+    // SAFETY (each): forwarded from the caller, with `next` not null where asked.
+    let acc = unsafe {
+        // Only whole row tiles (`MR > 4` rows) ask for the next one's A (`next_tile_a`).
+        match (R > 4 && !next.at.is_null(), ops.b_ahead != 0) {
+            (true, _) => chain::<I, R, V, true, true>(a_k, b, masks, (step, next, a)),
+            (false, true) => chain::<I, R, V, false, true>(a_k, b, masks, (step, next, a)),
+            (false, false) => chain::<I, R, V, false, false>(a_k, b, masks, (step, next, a)),
         }
-    }
+    };
     for (r, acc) in acc.iter().enumerate() {
         // Whether row i0 + r lies in a whole tile's rows; vector v (LANES-aligned, as
         // `matrixmultiply`'s column tiles are) in a whole tile's columns.
@@ -394,4 +385,53 @@ unsafe fn tile_of<I: Isa, const R: usize, const V: usize, const WHOLE: bool, con
             }
         }
     }
+}
+
+/// One chain's sums, a vector per row of the tile and vector of its panel: at step `t`,
+/// B's row `k0 + t` (from `b_k`, rows `b_row` apart) times A's column `k0 + t` (from
+/// `a_k`: rows `a_row` apart, steps `a_step` apart), as [`tile_of`]'s formula.
+///
+/// With `ASK` the loop also asks for the next row tile's A ([`NextA`], not null there);
+/// with `AHEAD`, for B's row `b_ahead` elements on (under `ASK`, `b_ahead` may be 0: the
+/// line about to be read). The tests and the division these took in every step of one
+/// shared loop ran on the ports of Intel's two FMA units: with a loop for each case, the
+/// d128 model's products ran 3–8% faster on an Emerald Rapids core (PERFORMANCE.md §46).
+///
+/// # Safety
+/// As [`tile_of`]: every `(row, k)` of A and `(k, column)` of B the chain reads lies in
+/// the call's views; the CPU has `I`.
+#[inline(always)]
+unsafe fn chain<I: Isa, const R: usize, const V: usize, const ASK: bool, const AHEAD: bool>(
+    (mut a_k, a_row, a_step): (*const f32, isize, isize),
+    (mut b_k, b_row, b_ahead): (*const f32, isize, isize),
+    masks: [I::Mask; V],
+    (step, next, a): (Step, NextA, Strided<f32>),
+) -> [[I::V; V]; R] {
+    // SAFETY: the caller's CPU has I.
+    let mut acc = [[unsafe { I::zero() }; V]; R];
+    let mut row = 0;
+    for t in 0..step.chain {
+        if ASK {
+            next.ask::<R>(a, t, row);
+            row = if row + 1 == R { 0 } else { row + 1 };
+        }
+        if AHEAD {
+            for v in 0..V {
+                prefetch(b_k.wrapping_offset(b_ahead).wrapping_add(v * I::LANES));
+            }
+        }
+        // SAFETY: as the caller's; masked-off lanes are not read.
+        unsafe {
+            let bv: [I::V; V] = std::array::from_fn(|v| I::load(masks[v], b_k.add(v * I::LANES)));
+            for (r, acc) in acc.iter_mut().enumerate() {
+                let av = I::splat(*a_k.offset(r as isize * a_row));
+                for v in 0..V {
+                    acc[v] = I::fmadd(av, bv[v], acc[v]);
+                }
+            }
+        }
+        a_k = a_k.wrapping_offset(a_step);
+        b_k = b_k.wrapping_offset(b_row);
+    }
+    acc
 }
