@@ -157,8 +157,7 @@ pub(super) unsafe fn gemm<I: Isa, const MR: usize>(
             }
             for j0 in (0..n).step_by(2 * I::LANES) {
                 let cols = (n - j0).min(2 * I::LANES);
-                // The first panel asks for the next row tile's A (see `next_tile_a`).
-                let next = if j0 == 0 { next } else { NextA::NONE };
+                let next = next.on_panel(j0);
                 let (at, a) = (Tile { i0, j0, cols, next }, std::ptr::null());
                 // SAFETY (each arm): rows i0..i0 + rows and columns j0..j0 + cols lie in C.
                 unsafe {
@@ -196,7 +195,7 @@ unsafe fn copied_row_tile<I: Isa, const MR: usize>(
     let a = unsafe { panel.fill::<MR>(ops.a, i0, step) };
     for j0 in (0..n).step_by(2 * I::LANES) {
         let cols = (n - j0).min(2 * I::LANES);
-        let next = if j0 == 0 { next } else { NextA::NONE };
+        let next = next.on_panel(j0);
         let at = Tile { i0, j0, cols, next };
         // SAFETY (both): columns j0..j0 + cols lie in C; `a` holds the tile's chain of A.
         unsafe {
@@ -258,6 +257,13 @@ impl NextA {
         at: std::ptr::null(),
         runs: false,
     };
+
+    /// What the panel starting at column `j0` asks for: the first panel asks, the others
+    /// do not.
+    #[inline(always)]
+    fn on_panel(self, j0: usize) -> NextA {
+        if j0 == 0 { self } else { NextA::NONE }
+    }
 
     /// The lines of step `t` of the next tile (`R` rows), asked for; `row = t mod R`, kept
     /// by the caller's loop (a division per step took an FMA port on Intel). `at` is not
