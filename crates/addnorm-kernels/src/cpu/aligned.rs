@@ -116,14 +116,20 @@ impl<E: Real> Aligned<E> {
     }
 
     /// Resizes to `len` elements, reusing the allocation when its capacity holds them
-    /// aligned (new elements are zero); otherwise allocates a new zeroed buffer.
+    /// aligned; otherwise allocates a new zeroed buffer. Within the allocation, elements
+    /// the buffer has held keep their last values (also after a smaller size in
+    /// between), and elements it never held are zero.
     pub fn resize(&mut self, len: usize) {
         if !self.holds(len) {
             *self = Self::zeroed(len);
             return;
         }
         let start = aligned_start(self.buffer.as_ptr());
-        self.buffer.resize(start + len, E::ZERO);
+        // The `Vec` never shrinks: elements it held keep their values, so a buffer used
+        // small and then large again is not zeroed again (PERFORMANCE.md §47).
+        if self.buffer.len() < start + len {
+            self.buffer.resize(start + len, E::ZERO);
+        }
         self.start = start;
         self.len = len;
     }
@@ -231,6 +237,12 @@ mod tests {
         buffer.resize(100);
         assert!(is_aligned(&buffer) && buffer.len() == 100);
         assert_eq!(buffer.capacity(), capacity, "a smaller size reallocated");
+        buffer.resize(4096);
+        assert_eq!(
+            buffer[4095], 3.0,
+            "growing again within the allocation zeroed it"
+        );
+        assert_eq!(buffer.capacity(), capacity);
         buffer.resize(8192);
         assert!(is_aligned(&buffer) && buffer.len() == 8192);
         let vec = Aligned::from(vec![1.0f32, 2.0]);

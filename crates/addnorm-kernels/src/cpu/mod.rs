@@ -47,6 +47,7 @@ pub mod parallel;
 pub mod peak;
 pub(crate) mod polynomial;
 pub mod real;
+pub mod reused;
 pub mod scratch;
 pub mod tanh;
 

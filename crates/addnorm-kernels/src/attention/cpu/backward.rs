@@ -29,6 +29,7 @@ use crate::attention::spec::{AttentionSpec, HeadLayout};
 use crate::cpu::aligned::Aligned;
 use crate::cpu::dispatch::vectorized;
 use crate::cpu::real::sum_map2;
+use crate::cpu::reused::Reused;
 
 /// The forward's tensors the backward reads.
 #[derive(Clone, Copy, Debug)]
@@ -62,7 +63,7 @@ struct Call<'a, E> {
 
 /// The scratch of a task: `P` and `dP` (then `dS`), `Δ`, and with a soft cap the slope
 /// `1 − tanh²(S/c)` of each capped logit. The GEMMs' operands among them (`P`, `dS`, `Kᵀ`,
-/// `Vᵀ`) start on 64-byte lines.
+/// `Vᵀ`) start on 64-byte lines. Pooled between calls as a [`Reused`] value.
 struct Scratch<E> {
     p: Aligned<E>,
     ds: Aligned<E>,
@@ -73,8 +74,8 @@ struct Scratch<E> {
     v_t: Aligned<E>,
 }
 
-impl<E> Scratch<E> {
-    fn new() -> Self {
+impl<E> Default for Scratch<E> {
+    fn default() -> Self {
         Self {
             p: Aligned::default(),
             ds: Aligned::default(),
@@ -161,7 +162,7 @@ pub(crate) fn backward_with<E: Gemm>(
     run_tasks(
         &heads,
         flops,
-        Scratch::new,
+        Reused::<Scratch<E>>::take,
         |scratch, &bh| call.head(scratch, bh),
         (),
         |(), ()| (),

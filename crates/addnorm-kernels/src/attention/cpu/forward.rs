@@ -30,6 +30,7 @@ use crate::attention::spec::{AttentionSpec, HeadLayout};
 use crate::cpu::aligned::Aligned;
 use crate::cpu::dispatch::vectorized;
 use crate::cpu::real::sum_map;
+use crate::cpu::reused::Reused;
 
 /// One query block of one head: `(b·heads + h, i0, i1)`.
 type Task = (usize, usize, usize);
@@ -106,23 +107,24 @@ pub(crate) fn forward_with<E: Gemm>(
     run_tasks(
         &tasks,
         flops,
-        Scratch::new,
+        Reused::<Scratch<E>>::take,
         |scratch, &task| call.block(scratch, task),
         lowest,
         larger,
     )
 }
 
-/// A task's scratch, reused over its query blocks: the block's scores, then its
-/// probabilities (`[rows, padded_row(n_k)]`), and `Kᵀ` in contiguous rows, each starting on
-/// a 64-byte line.
+/// A task's scratch, reused over its query blocks, and over calls through the pool of
+/// [`Reused`] values: the block's scores, then its probabilities
+/// (`[rows, padded_row(n_k)]`), and `Kᵀ` in contiguous rows, each starting on a 64-byte
+/// line.
 struct Scratch<E> {
     scores: Aligned<E>,
     k_t: Aligned<E>,
 }
 
-impl<E> Scratch<E> {
-    fn new() -> Self {
+impl<E> Default for Scratch<E> {
+    fn default() -> Self {
         Self {
             scores: Aligned::default(),
             k_t: Aligned::default(),
