@@ -15,7 +15,9 @@
 //! `Reused::<T>::take()` pops a pooled `T` (the one given back last) or makes
 //! `T::default()`; dropping the [`Reused`] gives the value back, unless the pool already
 //! holds [`POOL_VALUES`] values (then it is dropped). A value's contents are whatever its
-//! last user left: callers overwrite what they read, as with a fresh one.
+//! last user left: callers overwrite what they read, as with a fresh one. A pooled value
+//! keeps its buffers' capacity until the process ends (at most [`POOL_VALUES`] values; a
+//! call's tasks give theirs back as they finish, so a call holds about one a thread).
 //!
 //! # Shapes
 //! Any `T: Default + Send + 'static`.
