@@ -87,6 +87,29 @@ impl<E> Default for Scratch<E> {
     }
 }
 
+/// Gives `count` scratch values back to the pool with `len` NaNs in each buffer, as a
+/// call on larger shapes could leave them (the tests' stale scratch).
+#[cfg(test)]
+pub(super) fn pool_stale_scratch(count: usize, len: usize) {
+    let stale: Vec<Reused<Scratch<f32>>> = (0..count).map(|_| Reused::take()).collect();
+    for mut scratch in stale {
+        let scratch = &mut *scratch;
+        for buffer in [
+            &mut scratch.p,
+            &mut scratch.ds,
+            &mut scratch.k_t,
+            &mut scratch.v_t,
+        ] {
+            buffer.resize(len);
+            buffer.fill(f32::NAN);
+        }
+        for buffer in [&mut scratch.delta, &mut scratch.slope] {
+            buffer.clear();
+            buffer.resize(len, f32::NAN);
+        }
+    }
+}
+
 /// `Kᵀ` and `Vᵀ` of one head (`[d_head, T]` views with unit column stride).
 #[derive(Clone, Copy)]
 struct Transposed<E> {

@@ -132,6 +132,20 @@ impl<E> Default for Scratch<E> {
     }
 }
 
+/// Gives `count` scratch values back to the pool with `len` NaNs in each buffer, as a
+/// call on larger shapes could leave them (the tests' stale scratch).
+#[cfg(test)]
+pub(super) fn pool_stale_scratch(count: usize, len: usize) {
+    let stale: Vec<Reused<Scratch<f32>>> = (0..count).map(|_| Reused::take()).collect();
+    for mut scratch in stale {
+        let scratch = &mut *scratch;
+        for buffer in [&mut scratch.scores, &mut scratch.k_t] {
+            buffer.resize(len);
+            buffer.fill(f32::NAN);
+        }
+    }
+}
+
 impl<E: Gemm> Call<'_, E> {
     /// Runs one query block; returns its largest logit.
     fn block(&self, scratch: &mut Scratch<E>, (bh, i0, i1): Task) -> E {

@@ -387,6 +387,28 @@ fn the_backward_writes_its_gradients_whole_over_stale_buffers() {
     }
 }
 
+/// Each task's scratch comes from a pool of earlier calls' (`cpu::reused`): scratch left
+/// full of NaNs, at larger sizes than these calls use, changes no bit of any output,
+/// causal and not, with and without the soft cap.
+#[test]
+fn stale_pooled_scratch_changes_no_bit() {
+    for (l, spec) in layouts_and_specs() {
+        let [q, k, v, dout] = stale_buffer_operands(l.len());
+        let operands = [&q[..], &k, &v, &dout];
+        let fresh = bits_with(l, &spec, operands, Cut::KERNELS, 0.0);
+        // More values than the call's tasks take at once; taken last in, first out.
+        super::forward::pool_stale_scratch(8, 4 * l.len());
+        super::backward::pool_stale_scratch(8, 4 * l.len());
+        assert_eq!(
+            bits_with(l, &spec, operands, Cut::KERNELS, 0.0),
+            fresh,
+            "{l:?} causal {} cap {:?}",
+            spec.causal,
+            spec.softcap
+        );
+    }
+}
+
 #[test]
 fn the_visible_maximum_has_the_bits_of_max_of() {
     // Rows with ties of +0 and −0, NaNs and infinities among the visible keys, and junk
