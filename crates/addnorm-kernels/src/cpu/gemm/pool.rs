@@ -276,10 +276,15 @@ mod tests {
         assert!(share_gains([&still, &still], [&still, &still]).is_empty());
     }
 
+    /// A thread busy beside the probe does not read as a fork. This workspace builds
+    /// matrixmultiply without `threading`: every probe's one call runs on this thread,
+    /// whatever runs beside it. A probe that misread the steady neighbour would say yes in
+    /// most of five tries; the tests running beside this one in the same process can
+    /// burst into one probe's rounds (with three tries that all had to say no, this test
+    /// failed once in about twenty runs of the kernels' tests), so one yes in five is
+    /// allowed.
     #[test]
     fn another_busy_thread_does_not_read_as_a_fork() {
-        // This workspace builds matrixmultiply without `threading`: every probe's one call
-        // runs on this thread, whatever runs beside it.
         let stop = AtomicBool::new(false);
         std::thread::scope(|scope| {
             scope.spawn(|| {
@@ -288,9 +293,10 @@ mod tests {
                     x += std::hint::black_box(x).sqrt() + 1.0;
                 }
             });
-            let answers: Vec<bool> = (0..3).map(|_| probe_forks()).collect();
+            let answers: Vec<bool> = (0..5).map(|_| probe_forks()).collect();
             stop.store(true, Ordering::Relaxed);
-            assert_eq!(answers, [false; 3]);
+            let forks = answers.iter().filter(|&&forked| forked).count();
+            assert!(forks <= 1, "{answers:?}");
         });
     }
 
