@@ -42,18 +42,18 @@ run() {
     echo "$name $got CHANGED (expected $expected)"; changed=1
   fi
 }
-d128=(--placement pre --d-model 128 --depth 2 --lr 0.003 --steps 40 --eval-every 10)
+d128=(--d-model 128 --depth 2 --lr 0.003 --steps 40 --eval-every 10)
 short=(--steps 60 --eval-every 20)
 normformer=(--placement pre --normformer --depth 6 --lr 0.01 --warmup 0 "${short[@]}")
-run d128-pre f65bb5b6 -- "${d128[@]}"
-run d128-pre-1-thread f65bb5b6 RAYON_NUM_THREADS=1 -- "${d128[@]}"
-run d128-post 3e8df242 -- --placement post "${d128[@]:2}"
+run d128-pre f65bb5b6 -- --placement pre "${d128[@]}"
+run d128-pre-1-thread f65bb5b6 RAYON_NUM_THREADS=1 -- --placement pre "${d128[@]}"
+run d128-post 3e8df242 -- --placement post "${d128[@]}"
 run default 72feadf1 -- "${short[@]}"
 run normformer bba82ec6 -- "${normformer[@]}"
 run normformer-1-thread bba82ec6 RAYON_NUM_THREADS=1 -- "${normformer[@]}"
 run dyt a364b4f2 -- --norm dyt "${short[@]}"
 run dyt-baseline a364b4f2 ADDNORM_CPU_DISPATCH=baseline -- --norm dyt "${short[@]}"
-run d128-pre-avx2 f65bb5b6 ADDNORM_CPU_DISPATCH=avx2 -- "${d128[@]}"
+run d128-pre-avx2 f65bb5b6 ADDNORM_CPU_DISPATCH=avx2 -- --placement pre "${d128[@]}"
 run softcap 62c8b4bb -- --attention-softcap 5 "${short[@]}"
 run length-40 304e7263 -- --length 40 "${short[@]}"
 run rms 398a3a5d -- --norm rms "${short[@]}"

@@ -44,9 +44,11 @@ impl<T: Default + Send + 'static> Reused<T> {
     pub fn take() -> Self {
         let mut pool = POOL.lock().unwrap_or_else(|e| e.into_inner());
         let found = pool.iter().rposition(|value| value.is::<T>());
+        // `remove`, not `swap_remove`: the pool stays in the order values came back, so
+        // each type's last given back is the last of its type for every later take.
         let value = found.map_or_else(T::default, |i| {
             *pool
-                .swap_remove(i)
+                .remove(i)
                 .downcast::<T>()
                 .expect("the index was found by type")
         });
