@@ -297,10 +297,10 @@ unsafe fn arrange<C: CopyOfB>(
     (contiguous, layout)
 }
 
-/// The fewest columns for which [`prepare`] copies B into column panels on AVX-512: a
-/// row-major B of 256 or more columns has rows 1 KiB or more apart, so a panel's rows fall
-/// into a few L1 sets; the d128 feed-forward's forward took 0.84× its time with its
-/// `[128, 512]` weight in panels (PERFORMANCE.md §32).
+/// The fewest columns for which [`prepare`] copies B into column panels: a row-major B of
+/// 256 or more columns has rows 1 KiB or more apart, so a panel's rows fall into a few L1
+/// sets; the d128 feed-forward's forward took 0.84× its time with its `[128, 512]` weight
+/// in panels on AVX-512 (PERFORMANCE.md §32), and 0.90–0.93× on AVX2 (§48).
 const PANELS_FROM_N: usize = 256;
 
 /// A B laid out once for several products by [`prepare`]: in column panels, or in
@@ -339,10 +339,10 @@ unsafe impl Send for Prepared {}
 unsafe impl Sync for Prepared {}
 
 /// `b` (`k × n`) laid out once for the products that will read it, where the direct
-/// kernel runs and it is worth a copy: into column panels on AVX-512 when `n` is at least
+/// kernel runs and it is worth a copy: into column panels when `n` is at least
 /// [`PANELS_FROM_N`], else into contiguous rows when its rows are strided or start off
 /// 64-byte lines ([`misaligned_rows`]). A strided B too large for the direct kernel
-/// (the d128 model's `Wᵀ` on AVX2) is copied into rows for `sgemm` ([`Reader::Packed`]):
+/// (the d = 512 model's `Wᵀ`) is copied into rows for `sgemm` ([`Reader::Packed`]):
 /// `sgemm` packs a strided B one element at a time, and did so in every row block of a
 /// call; from rows it packs by whole runs (PERFORMANCE.md §41). `None` when B is best read
 /// in place.
@@ -375,7 +375,7 @@ unsafe fn prepare_on(
     if reader == Reader::Packed && b.col_stride == 1 {
         return None;
     }
-    let panels = reader == Reader::Direct && kernel == Kernel::Avx512 && n >= PANELS_FROM_N;
+    let panels = reader == Reader::Direct && n >= PANELS_FROM_N;
     if !panels && b.col_stride == 1 && !misaligned_rows(b, n) {
         return None;
     }
@@ -450,41 +450,44 @@ fn kernel() -> Option<Kernel> {
 }
 
 impl Kernel {
-    /// [`kernel`]'s choice under the instruction set `set` that [`detected`] gives, on a CPU
-    /// that has AVX-512F or not (which alone decides `matrixmultiply`'s kernel), with or
-    /// without `ADDNORM_GEMM=packed`.
-    fn for_set(set: InstructionSet, cpu_has_avx512f: bool, packed_only: bool) -> Option<Self> {
+    /// [`kernel`]'s choice under the instruction set `set` that [`detected`] gives, where
+    /// `matrixmultiply` runs its AVX-512 kernel or not ([`has_avx512f`], which alone decides
+    /// that kernel), with or without `ADDNORM_GEMM=packed`: the set of `matrixmultiply`'s
+    /// kernel, when `set` has it. (`set` is AVX-512 while `matrixmultiply` runs AVX2 only in
+    /// a build that took AVX-512F away from it: an AVX2 machine emulated.)
+    fn for_set(set: InstructionSet, sgemm_avx512: bool, packed_only: bool) -> Option<Self> {
         match set {
             _ if packed_only => None,
-            InstructionSet::Avx512 => Some(Kernel::Avx512),
-            InstructionSet::Avx2Fma if !cpu_has_avx512f => Some(Kernel::Avx2Fma),
+            InstructionSet::Avx512 if sgemm_avx512 => Some(Kernel::Avx512),
+            InstructionSet::Avx512 | InstructionSet::Avx2Fma if !sgemm_avx512 => {
+                Some(Kernel::Avx2Fma)
+            }
             _ => None,
         }
     }
 
-    /// The most elements of B this kernel takes.
+    /// The most elements of B this kernel takes: 2¹⁶ (256 KiB of f32, a quarter of a
+    /// Zen 4's per-core L2, under a fifth of an Ice Lake Xeon's), on both sets. Its row
+    /// tiles run outer and each reads all of B, so B must stay in L2; each B element
+    /// loaded is used by 12 rows (AVX-512) or 6 (AVX2).
     ///
-    /// - AVX-512: 2¹⁶ (256 KiB of f32, half of a 2-core Xeon's or Zen's per-core L2): its
-    ///   12-row tiles use each B element loaded 12 times.
-    /// - AVX2: 2¹³ (32 KiB, Zen 3's L1d): its 6-row tiles use each B element 6 times, and
-    ///   with B out of L1 `matrixmultiply`'s packed kernel was faster on the 2-core EPYC
-    ///   (0.6–0.9× at 16–64 Ki elements, PERFORMANCE.md §18).
+    /// AVX2 took at most 2¹³ (32 KiB, Zen 3's L1d) until PERFORMANCE.md §48: on the Zen 3
+    /// VM `matrixmultiply`'s packed kernel had been as fast or faster past L1 (§18, and
+    /// 1.05× in the step in §40, before the loops prefetched the next tile's A and ran one
+    /// loop per case, §45–§46). On a Zen 4 run as an AVX2 machine ([`has_avx512f`]), with
+    /// today's loops, this bound made the d128 model's linear layers 1.1–1.4× faster and
+    /// its training step 1.13× (§48).
     fn largest_b(self) -> usize {
-        match self {
-            Kernel::Avx512 => 1 << 16,
-            Kernel::Avx2Fma => 1 << 13,
-        }
+        1 << 16
     }
 
     /// The most elements of a B with contiguous rows this kernel takes beside an A with unit
-    /// row stride (a weight gradient's `Xᵀ`, whose row tiles it copies): 2¹⁷ on AVX-512,
+    /// row stride (a weight gradient's `Xᵀ`, whose row tiles it copies): 2¹⁷ on both sets,
     /// the d128 model's `[256, 512]` feed-forward `dY` blocks, which `matrixmultiply` ran
-    /// at 43–75 GFLOP/s on the Ice Lake Xeon; none on AVX2 (not measured).
+    /// at 43–75 GFLOP/s on the Ice Lake Xeon (§29), and 1.05–1.13× slower than this kernel on
+    /// the Zen 4 run as an AVX2 machine (§48).
     fn largest_b_with_copied_a(self) -> usize {
-        match self {
-            Kernel::Avx512 => 1 << 17,
-            Kernel::Avx2Fma => 0,
-        }
+        1 << 17
     }
 
     /// f32 lanes per vector (its set's `Isa::LANES`): half the width of a panel of B.
@@ -497,12 +500,24 @@ impl Kernel {
     }
 }
 
-/// Whether the CPU has AVX-512F, whatever `ADDNORM_CPU_DISPATCH` says: `matrixmultiply`
-/// picks its kernel by this alone.
+/// Whether `matrixmultiply` runs its AVX-512 kernel, whatever `ADDNORM_CPU_DISPATCH` says:
+/// the CPU has AVX-512F, and the build did not take it away from `matrixmultiply`.
+///
+/// `matrixmultiply` reads `MMTEST_FEATURE` when it is compiled: a non-empty list there
+/// (comma-separated) is every feature it may detect. A build with
+/// `MMTEST_FEATURE=fma,avx2` therefore runs its AVX2 kernel on an AVX-512 CPU, and this
+/// reads the same variable, so the direct kernel then runs its AVX2 copy beside it
+/// ([`Kernel::for_set`]); with `ADDNORM_CPU_DISPATCH=avx2` at run time the element-wise
+/// kernels do too: an AVX2 machine on an AVX-512 one, for tests and timings
+/// (PERFORMANCE.md §48).
 fn has_avx512f() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
-        std::arch::is_x86_feature_detected!("avx512f")
+        let allowed = match option_env!("MMTEST_FEATURE") {
+            None | Some("") => true,
+            Some(list) => list.split(',').any(|feature| feature == "avx512f"),
+        };
+        allowed && std::arch::is_x86_feature_detected!("avx512f")
     }
     #[cfg(not(target_arch = "x86_64"))]
     false

@@ -142,14 +142,10 @@ fn equals_matrixmultiply_bit_for_bit_over_shapes_and_layouts() {
             }
         }
     }
-    // The kernel takes every call up to its size limit where it runs: on AVX-512 all but the
-    // k = 600, n = 128 calls whose A is not transposed or whose B is (a copied A takes
-    // the rest); on AVX2 the 64 (k, n) pairs with k·n ≤ 8192.
-    let expected = match cpu_kernel() {
-        Some(Kernel::Avx512) => 10 * 9 * 9 * 4 - 10 * 3,
-        Some(Kernel::Avx2Fma) => 10 * 64 * 4,
-        None => 0,
-    };
+    // The kernel takes every call up to its size limit where it runs, on either set: all but
+    // the k = 600, n = 128 calls whose A is not transposed or whose B is (a copied A takes
+    // the rest).
+    let expected = if direct() { 10 * 9 * 9 * 4 - 10 * 3 } else { 0 };
     assert_eq!(small, expected);
     assert_eq!(taken, small);
 }
@@ -196,7 +192,7 @@ fn equals_matrixmultiply_for_every_scaling() {
     }
 }
 
-/// A weight gradient's `Xᵀ·dY` over the rows bound, B copied into column panels and each
+/// A weight gradient's `Xᵀ·dY` over the rows bound, B read where it lies and each
 /// row tile's A into a buffer: the same bits as `matrixmultiply` for every scaling, several
 /// chains, and a last panel of 8 columns. With A row-major the call stays with
 /// `matrixmultiply`.
@@ -210,12 +206,11 @@ fn takes_weight_gradients_with_b_in_panels() {
         transposed: false,
         pad: 5,
     };
-    let avx512 = cpu_kernel() == Some(Kernel::Avx512);
     for (alpha, beta) in [(1.0, 0.0), (0.3, 0.0), (1.0, 1.0), (0.3, 0.7)] {
         for dims in [[25, 600, 200], [12, 256, 512], [128, 256, 512]] {
             assert!(dims[1] * dims[2] > 1 << 16, "over the rows bound");
             let took = compare(dims, [unit_a, ROW_MAJOR, c], alpha, beta);
-            assert_eq!(took, avx512, "{dims:?} α {alpha} β {beta}");
+            assert_eq!(took, direct(), "{dims:?} α {alpha} β {beta}");
             assert!(!compare(dims, [ROW_MAJOR, ROW_MAJOR, c], alpha, beta));
         }
     }
@@ -237,9 +232,9 @@ fn leaves_strided_outputs_and_large_operands_to_matrixmultiply() {
     assert!(!compare([0, 8, 8], [ROW_MAJOR; 3], 1.0, 0.0));
     assert!(!compare([8, 0, 8], [ROW_MAJOR; 3], 1.0, 0.0));
     assert!(!compare([272, 512, 1536], [ROW_MAJOR; 3], 1.0, 0.0));
-    // A B of 16 Ki elements: over AVX2's bound, within AVX-512's.
-    let taken = compare([64, 64, 256], [ROW_MAJOR; 3], 1.0, 0.0);
-    assert_eq!(taken, cpu_kernel() == Some(Kernel::Avx512));
+    // A B of 64 Ki elements, the bound, is taken; one row more is not.
+    assert_eq!(compare([64, 256, 256], [ROW_MAJOR; 3], 1.0, 0.0), direct());
+    assert!(!compare([64, 257, 256], [ROW_MAJOR; 3], 1.0, 0.0));
 }
 
 #[test]
@@ -309,14 +304,17 @@ fn the_bias_joined_in_place_equals_the_bias_copied_first() {
 }
 
 /// The direct kernel runs on the set whose kernel `matrixmultiply` picks, and only there:
-/// AVX-512 where the CPU has it and `detected` is not capped; AVX2 only on a CPU without
-/// AVX-512F (an AVX-512 CPU capped to AVX2 runs neither, since `sgemm` keeps its AVX-512
-/// kernel there); nothing on the baseline or with `ADDNORM_GEMM=packed`.
+/// AVX-512 where `sgemm` runs its AVX-512 kernel and `detected` is not capped; AVX2 where
+/// `sgemm` runs its AVX2 kernel (a CPU without AVX-512F, or a build that took it from
+/// `sgemm`: [`has_avx512f`]), under either set; neither on an AVX-512 CPU capped to AVX2,
+/// since `sgemm` keeps its AVX-512 kernel there; nothing on the baseline or with
+/// `ADDNORM_GEMM=packed`.
 #[test]
 fn runs_only_where_matrixmultiply_runs_the_same_instruction_set() {
     use InstructionSet::{Avx2Fma, Avx512, Baseline};
     for (set, avx512f, expected) in [
         (Avx512, true, Some(Kernel::Avx512)),
+        (Avx512, false, Some(Kernel::Avx2Fma)),
         (Avx2Fma, true, None),
         (Avx2Fma, false, Some(Kernel::Avx2Fma)),
         (Baseline, true, None),
