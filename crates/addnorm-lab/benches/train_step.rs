@@ -72,8 +72,9 @@ use std::time::{Duration, Instant};
 use addnorm::kernels::adamw::{FusedAdamW, FusedAdamWConfig};
 use addnorm::kernels::composite::ForceComposite;
 use addnorm::kernels::cpu::allocator::keep_freed_memory;
+use addnorm::kernels::cpu::dispatch::detected;
 use addnorm::kernels::cpu::fused_calls;
-use addnorm::kernels::cpu::gemm::matrixmultiply_forks;
+use addnorm::kernels::cpu::gemm::{direct_kernel, matrixmultiply_forks};
 use addnorm::kernels::cpu::peak::fma_peak_gflops;
 use addnorm::nn::{NormConfig, TransformerStack, TransformerStackConfig};
 use addnorm_lab::experiments::task::{Task, TaskKind};
@@ -825,10 +826,15 @@ fn report(torch: &[TorchTiming], user: &[Measured], tuned: &[Measured], peak: Op
          (crates/addnorm-lab/benches/torch_train_step.py, same threads, run first). \
          torch/x above 1: addnorm is faster. % peak: your loop's GFLOP/s over the f32 FMA \
          peak of the bench's threads, measured before the runs (addnorm::kernels::cpu::peak): \
-         {}. matrixmultiply forks products onto its own pool (its `threading` feature, which \
-         Burn's default features turn on): {}.\n",
+         {}. Element-wise kernels: {:?}; f32 products: {}. matrixmultiply forks products \
+         onto its own pool (its `threading` feature, which Burn's default features turn \
+         on): {}.\n",
         peak.map_or("not measured on this CPU".to_string(), |p| format!(
             "{p:.1} GFLOP/s"
+        )),
+        detected(),
+        direct_kernel().map_or("matrixmultiply's sgemm alone".to_string(), |set| format!(
+            "the direct {set:?} kernel, sgemm's {set:?} kernel past its bounds"
         )),
         if matrixmultiply_forks() {
             "yes, so addnorm hands it blocks too small to fork"

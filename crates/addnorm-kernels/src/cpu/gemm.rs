@@ -2,11 +2,12 @@
 //! ([`Strided`]). The fused attention and linear kernels call it on views into their
 //! inputs, so no operand is copied out first.
 //!
-//! - `f32`: a direct AVX-512 kernel without packing (`direct`) for products whose B fits in
-//!   L2 (attention's per-head products, the projections of models up to d = 128), where
-//!   the CPU has AVX-512; `matrixmultiply`'s `sgemm` otherwise. The two give the same bits:
-//!   the direct kernel forms every element as `sgemm`'s AVX-512 kernel does (tested bit for
-//!   bit), so which one ran never shows in a result. `ADDNORM_GEMM=packed` sends every
+//! - `f32`: a direct kernel without packing (`direct`) for products whose B fits in L2
+//!   (attention's per-head products, the projections of models up to d = 128), on the
+//!   instruction set of `sgemm`'s own kernel (AVX-512, or AVX2 with FMA:
+//!   [`direct_kernel`]); `matrixmultiply`'s `sgemm` otherwise. The two give the same bits:
+//!   the direct kernel forms every element as `sgemm`'s kernel on that set does (tested bit
+//!   for bit), so which one ran never shows in a result. `ADDNORM_GEMM=packed` sends every
 //!   product to `sgemm`.
 //! - `f64`: `matrixmultiply`'s `dgemm`.
 //!
@@ -38,6 +39,15 @@ mod pool;
 mod serial;
 
 pub use pool::matrixmultiply_forks;
+
+/// The instruction set of the direct f32 kernel in this process: `Some(Avx512)` or
+/// `Some(Avx2Fma)`, the set of `matrixmultiply`'s own kernel on this CPU (and build), or
+/// `None` when `sgemm` runs every product (a CPU without AVX2 and FMA, an AVX-512 CPU
+/// capped to AVX2 by `ADDNORM_CPU_DISPATCH`, `ADDNORM_GEMM=packed`). For the benches'
+/// headers; the bits are the same either way.
+pub fn direct_kernel() -> Option<crate::cpu::dispatch::InstructionSet> {
+    direct::instruction_set()
+}
 
 /// The element types with a strided GEMM: `f32` (the direct kernel or `sgemm`) and `f64`
 /// (`dgemm`).

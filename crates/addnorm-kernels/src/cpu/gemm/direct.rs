@@ -449,6 +449,16 @@ fn kernel() -> Option<Kernel> {
     Kernel::for_set(detected(), has_avx512f(), packed_only)
 }
 
+/// The instruction set the direct kernel runs on in this process ([`kernel`]'s choice, the
+/// set of `matrixmultiply`'s own kernel), or `None` when every product goes to
+/// `matrixmultiply` (no such set, an AVX-512 CPU capped to AVX2, `ADDNORM_GEMM=packed`).
+pub(crate) fn instruction_set() -> Option<InstructionSet> {
+    kernel().map(|kernel| match kernel {
+        Kernel::Avx512 => InstructionSet::Avx512,
+        Kernel::Avx2Fma => InstructionSet::Avx2Fma,
+    })
+}
+
 impl Kernel {
     /// [`kernel`]'s choice under the instruction set `set` that [`detected`] gives, where
     /// `matrixmultiply` runs its AVX-512 kernel or not ([`has_avx512f`], which alone decides

@@ -486,3 +486,11 @@ fn prepare_lays_out_b_in_panels_or_rows() {
         assert_eq!(got, (4 + r * 64 + c) as f32, "({r}, {c})");
     }
 }
+
+/// The public answer ([`super::super::direct_kernel`]) names a set the CPU has, or none.
+#[test]
+fn the_reported_set_is_one_the_cpu_has() {
+    if let Some(set) = instruction_set() {
+        assert!(set > InstructionSet::Baseline && set <= crate::cpu::dispatch::detect());
+    }
+}
