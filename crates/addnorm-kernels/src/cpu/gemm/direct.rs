@@ -686,5 +686,7 @@ struct Operands {
     c_in_row: isize,
 }
 
+#[cfg(all(test, target_arch = "x86_64"))]
+mod model;
 #[cfg(test)]
 mod tests;

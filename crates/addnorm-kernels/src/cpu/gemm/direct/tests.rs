@@ -7,7 +7,7 @@ use crate::cpu::test_values::{gradients, inputs};
 
 /// `len` irregular values of mixed signs for operand `which` (0: A, 1: B, 2: C), on
 /// scales far apart, so that roundings differ between summation orders.
-fn values(len: usize, which: u64) -> Vec<f32> {
+pub(super) fn values(len: usize, which: u64) -> Vec<f32> {
     match which {
         0 => inputs(len, 0.0137, -6.9),
         1 => gradients(len, 0.021, -10.4),
@@ -18,13 +18,13 @@ fn values(len: usize, which: u64) -> Vec<f32> {
 /// One layout of a `[rows, cols]` operand stored in a buffer: row-major with `pad` extra
 /// columns, or transposed (column-major) with `pad` extra rows.
 #[derive(Clone, Copy, Debug)]
-struct Layout {
-    transposed: bool,
-    pad: usize,
+pub(super) struct Layout {
+    pub(super) transposed: bool,
+    pub(super) pad: usize,
 }
 
 impl Layout {
-    fn len(self, rows: usize, cols: usize) -> usize {
+    pub(super) fn len(self, rows: usize, cols: usize) -> usize {
         if self.transposed {
             cols * (rows + self.pad)
         } else {
@@ -32,7 +32,7 @@ impl Layout {
         }
     }
 
-    fn view(self, ptr: *mut f32, rows: usize, cols: usize) -> Strided<f32> {
+    pub(super) fn view(self, ptr: *mut f32, rows: usize, cols: usize) -> Strided<f32> {
         if self.transposed {
             Strided::rows(ptr, rows + self.pad).t()
         } else {
@@ -96,7 +96,7 @@ fn compare(dims: [usize; 3], layouts: [Layout; 3], alpha: f32, beta: f32) -> boo
 /// The direct kernel this CPU runs, uncapped: [`kernel`]'s choice under the CPU's own set
 /// ([`crate::cpu::dispatch::detect`]), not under [`detected`], which other tests cap for a
 /// moment while these run.
-fn cpu_kernel() -> Option<Kernel> {
+pub(super) fn cpu_kernel() -> Option<Kernel> {
     Kernel::for_set(crate::cpu::dispatch::detect(), has_avx512f(), false)
 }
 
