@@ -40,7 +40,8 @@ const SERIAL_BELOW_FLOPS: usize = 1 << 18;
 
 /// Rows per task are a multiple of this: the height of `matrixmultiply`'s AVX2 f32
 /// micro-kernel tile, so no task computes a partial tile it need not. (The direct kernel's
-/// tiles are 12, 4, 2 and 1 rows; a block's split into them costs nothing extra.)
+/// tiles are 12 rows on AVX-512 or 6 on AVX2, then 4, 2 and 1; a block's split into them
+/// costs nothing extra.)
 const ROW_ALIGN: usize = 8;
 
 /// The most row tasks a thread gets in a forward or dX call: with one task a thread, the

@@ -197,7 +197,7 @@ fn equals_matrixmultiply_for_every_scaling() {
 /// chains, and a last panel of 8 columns. With A row-major the call stays with
 /// `matrixmultiply`.
 #[test]
-fn takes_weight_gradients_with_b_in_panels() {
+fn takes_weight_gradients_with_a_copied_per_tile() {
     let unit_a = Layout {
         transposed: true,
         pad: 3,
