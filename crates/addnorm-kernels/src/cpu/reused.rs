@@ -35,8 +35,9 @@ static POOL: Mutex<Vec<Box<dyn Any + Send>>> = Mutex::new(Vec::new());
 /// A value taken from the pool and given back when dropped (see the
 /// [module docs](self)).
 pub struct Reused<T: Default + Send + 'static> {
-    /// Always `Some` until `drop` takes it.
-    value: Option<T>,
+    /// Always `Some` until `drop` takes it. Boxed once, when made: the pool holds the same
+    /// box, so taking and giving back allocate nothing.
+    value: Option<Box<T>>,
 }
 
 impl<T: Default + Send + 'static> Reused<T> {
@@ -46,9 +47,8 @@ impl<T: Default + Send + 'static> Reused<T> {
         let found = pool.iter().rposition(|value| value.is::<T>());
         // `remove`, not `swap_remove`: the pool stays in the order values came back, so
         // each type's last given back is the last of its type for every later take.
-        let value = found.map_or_else(T::default, |i| {
-            *pool
-                .remove(i)
+        let value = found.map_or_else(Box::default, |i| {
+            pool.remove(i)
                 .downcast::<T>()
                 .expect("the index was found by type")
         });
@@ -59,13 +59,13 @@ impl<T: Default + Send + 'static> Reused<T> {
 impl<T: Default + Send + 'static> Deref for Reused<T> {
     type Target = T;
     fn deref(&self) -> &T {
-        self.value.as_ref().expect("taken only by drop")
+        self.value.as_deref().expect("taken only by drop")
     }
 }
 
 impl<T: Default + Send + 'static> DerefMut for Reused<T> {
     fn deref_mut(&mut self) -> &mut T {
-        self.value.as_mut().expect("taken only by drop")
+        self.value.as_deref_mut().expect("taken only by drop")
     }
 }
 
@@ -76,7 +76,7 @@ impl<T: Default + Send + 'static> Drop for Reused<T> {
         };
         let mut pool = POOL.lock().unwrap_or_else(|e| e.into_inner());
         if pool.len() < POOL_VALUES {
-            pool.push(Box::new(value));
+            pool.push(value);
         }
     }
 }
@@ -91,15 +91,19 @@ mod tests {
 
     #[test]
     fn a_value_given_back_is_taken_again_with_its_contents() {
-        let address = {
+        let (address, boxed) = {
             let mut first = Reused::<Marked>::take();
             assert!(first.0.is_empty(), "a fresh value is the default");
             first.0.extend([7, 8, 9]);
-            first.0.as_ptr() as usize
+            (first.0.as_ptr() as usize, &*first as *const Marked as usize)
         };
         let again = Reused::<Marked>::take();
         assert_eq!(again.0, [7, 8, 9]);
         assert_eq!(again.0.as_ptr() as usize, address);
+        assert_eq!(
+            &*again as *const Marked as usize, boxed,
+            "the value was boxed again"
+        );
         // Taken while the first is out: a default of its own.
         let second = Reused::<Marked>::take();
         assert!(second.0.is_empty());
