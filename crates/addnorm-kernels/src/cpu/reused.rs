@@ -81,6 +81,17 @@ impl<T: Default + Send + 'static> Drop for Reused<T> {
     }
 }
 
+/// Takes `count` values of `T` at once, lets `spoil` change each, and gives them back: the
+/// pool's state after calls that left their values as `spoil` does (the kernels' tests of
+/// stale pooled scratch).
+#[cfg(test)]
+pub(crate) fn pool_spoiled<T: Default + Send + 'static>(count: usize, spoil: impl Fn(&mut T)) {
+    let taken: Vec<Reused<T>> = (0..count).map(|_| Reused::take()).collect();
+    for mut value in taken {
+        spoil(&mut value);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

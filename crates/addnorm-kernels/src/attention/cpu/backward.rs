@@ -91,9 +91,7 @@ impl<E> Default for Scratch<E> {
 /// call on larger shapes could leave them (the tests' stale scratch).
 #[cfg(test)]
 pub(super) fn pool_stale_scratch(count: usize, len: usize) {
-    let stale: Vec<Reused<Scratch<f32>>> = (0..count).map(|_| Reused::take()).collect();
-    for mut scratch in stale {
-        let scratch = &mut *scratch;
+    crate::cpu::reused::pool_spoiled(count, |scratch: &mut Scratch<f32>| {
         for buffer in [
             &mut scratch.p,
             &mut scratch.ds,
@@ -107,7 +105,7 @@ pub(super) fn pool_stale_scratch(count: usize, len: usize) {
             buffer.clear();
             buffer.resize(len, f32::NAN);
         }
-    }
+    });
 }
 
 /// `Kᵀ` and `Vᵀ` of one head (`[d_head, T]` views with unit column stride).

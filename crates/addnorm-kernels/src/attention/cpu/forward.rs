@@ -136,14 +136,12 @@ impl<E> Default for Scratch<E> {
 /// call on larger shapes could leave them (the tests' stale scratch).
 #[cfg(test)]
 pub(super) fn pool_stale_scratch(count: usize, len: usize) {
-    let stale: Vec<Reused<Scratch<f32>>> = (0..count).map(|_| Reused::take()).collect();
-    for mut scratch in stale {
-        let scratch = &mut *scratch;
+    crate::cpu::reused::pool_spoiled(count, |scratch: &mut Scratch<f32>| {
         for buffer in [&mut scratch.scores, &mut scratch.k_t] {
             buffer.resize(len);
             buffer.fill(f32::NAN);
         }
-    }
+    });
 }
 
 impl<E: Gemm> Call<'_, E> {
