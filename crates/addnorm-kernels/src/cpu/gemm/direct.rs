@@ -11,7 +11,7 @@
 //! where they lie when they are contiguous; only a B with strided rows (`Wᵀ`, `Kᵀ`) is
 //! copied first, `k × n` elements against the `m × k × n` multiply-adds it feeds.
 //!
-//! A weight gradient's larger `Xᵀ·dY` (B up to [`Kernel::largest_b_with_copied_a`]
+//! A weight gradient's larger `Xᵀ·dY` (B up to [`LARGEST_B_WITH_COPIED_A`]
 //! elements, twice the bound above) is taken too, with each row tile's A copied into a
 //! buffer ([`tile`]'s `APanel`) and B read where it lies. On a 2-core Ice Lake Xeon the
 //! d128 model's feed-forward `dW` blocks ran 1.3–1.5× faster than in `matrixmultiply` with
@@ -113,7 +113,7 @@ unsafe fn run(
     (beta, c_in): (f32, Strided<f32>),
     c: Strided<f32>,
 ) -> Option<()> {
-    let kernel = kernel.filter(|&kernel| takes(kernel, [m, k, n], [a, b], c))?;
+    let kernel = kernel.filter(|_| takes([m, k, n], [a, b], c))?;
     #[cfg(target_arch = "x86_64")]
     {
         // B in place when its rows are contiguous (every B over the rows bound is, by
@@ -311,7 +311,7 @@ pub(crate) struct Prepared {
     _values: Scratch<f32>,
     layout: BLayout,
     /// Who multiplies by it: this kernel, or `sgemm` (a strided B over
-    /// [`Kernel::largest_b`], copied into rows for it).
+    /// [`LARGEST_B`], copied into rows for it).
     reader: Reader,
 }
 
@@ -367,7 +367,7 @@ unsafe fn prepare_on(
     if k == 0 || n == 0 || !offsets_fit(b, n) {
         return None;
     }
-    let reader = if k * n <= kernel.largest_b() {
+    let reader = if k * n <= LARGEST_B {
         Reader::Direct
     } else {
         Reader::Packed
@@ -459,6 +459,26 @@ pub(crate) fn instruction_set() -> Option<InstructionSet> {
     })
 }
 
+/// The most elements of B the direct kernel takes: 2¹⁶ (256 KiB of f32, a quarter of a
+/// Zen 4's per-core L2, under a fifth of an Ice Lake Xeon's), on both sets. Its row
+/// tiles run outer and each reads all of B, so B must stay in L2; each B element
+/// loaded is used by 12 rows (AVX-512) or 6 (AVX2).
+///
+/// AVX2 took at most 2¹³ (32 KiB, Zen 3's L1d) until PERFORMANCE.md §48: on the Zen 3
+/// VM `matrixmultiply`'s packed kernel had been as fast or faster past L1 (§18, and
+/// 1.05× in the step in §40, before the loops prefetched the next tile's A and ran one
+/// loop per case, §45–§46). On a Zen 4 run as an AVX2 machine ([`has_avx512f`]), with
+/// today's loops, this bound made the d128 model's linear layers 1.1–1.4× faster and
+/// its training step 1.13× (§48).
+const LARGEST_B: usize = 1 << 16;
+
+/// The most elements of a B with contiguous rows the direct kernel takes beside an A with unit
+/// row stride (a weight gradient's `Xᵀ`, whose row tiles it copies): 2¹⁷ on both sets,
+/// the d128 model's `[256, 512]` feed-forward `dY` blocks, which `matrixmultiply` ran
+/// at 43–75 GFLOP/s on the Ice Lake Xeon (§29), and 1.05–1.13× slower than this kernel on
+/// the Zen 4 run as an AVX2 machine (§48).
+const LARGEST_B_WITH_COPIED_A: usize = 1 << 17;
+
 impl Kernel {
     /// [`kernel`]'s choice under the instruction set `set` that [`detected`] gives, where
     /// `matrixmultiply` runs its AVX-512 kernel or not ([`has_avx512f`], which alone decides
@@ -474,30 +494,6 @@ impl Kernel {
             }
             _ => None,
         }
-    }
-
-    /// The most elements of B this kernel takes: 2¹⁶ (256 KiB of f32, a quarter of a
-    /// Zen 4's per-core L2, under a fifth of an Ice Lake Xeon's), on both sets. Its row
-    /// tiles run outer and each reads all of B, so B must stay in L2; each B element
-    /// loaded is used by 12 rows (AVX-512) or 6 (AVX2).
-    ///
-    /// AVX2 took at most 2¹³ (32 KiB, Zen 3's L1d) until PERFORMANCE.md §48: on the Zen 3
-    /// VM `matrixmultiply`'s packed kernel had been as fast or faster past L1 (§18, and
-    /// 1.05× in the step in §40, before the loops prefetched the next tile's A and ran one
-    /// loop per case, §45–§46). On a Zen 4 run as an AVX2 machine ([`has_avx512f`]), with
-    /// today's loops, this bound made the d128 model's linear layers 1.1–1.4× faster and
-    /// its training step 1.13× (§48).
-    fn largest_b(self) -> usize {
-        1 << 16
-    }
-
-    /// The most elements of a B with contiguous rows this kernel takes beside an A with unit
-    /// row stride (a weight gradient's `Xᵀ`, whose row tiles it copies): 2¹⁷ on both sets,
-    /// the d128 model's `[256, 512]` feed-forward `dY` blocks, which `matrixmultiply` ran
-    /// at 43–75 GFLOP/s on the Ice Lake Xeon (§29), and 1.05–1.13× slower than this kernel on
-    /// the Zen 4 run as an AVX2 machine (§48).
-    fn largest_b_with_copied_a(self) -> usize {
-        1 << 17
     }
 
     /// f32 lanes per vector (its set's `Isa::LANES`): half the width of a panel of B.
@@ -576,22 +572,16 @@ unsafe fn copy_rows_on(kernel: Option<Kernel>, b: Strided<f32>, [k, n]: [usize; 
     unsafe { copy_rows_one_by_one(b, [k, n], to) }
 }
 
-/// Whether [`sgemm`] takes a call of these sizes and strides on `kernel`.
+/// Whether [`sgemm`] takes a call of these sizes and strides (on either set).
 ///
-/// It takes products whose B has at most [`Kernel::largest_b`] elements: the row tiles
+/// It takes products whose B has at most [`LARGEST_B`] elements: the row tiles
 /// run outer, so every tile of rows reads all of B, which must stay in cache for that to be
 /// cheap. Above it (the d = 512 model's projections) `matrixmultiply`'s cache blocking is
-/// faster (PERFORMANCE.md §11 and §18). Up to [`Kernel::largest_b_with_copied_a`] it also
+/// faster (PERFORMANCE.md §11 and §18). Up to [`LARGEST_B_WITH_COPIED_A`] it also
 /// takes a B with contiguous rows times an A with unit row stride, copying A's row tiles.
-fn takes(
-    kernel: Kernel,
-    [m, k, n]: [usize; 3],
-    [a, b]: [Strided<f32>; 2],
-    c: Strided<f32>,
-) -> bool {
-    let copied_a =
-        a.row_stride == 1 && b.col_stride == 1 && k * n <= kernel.largest_b_with_copied_a();
-    let sizes = m > 0 && k > 0 && n > 0 && (k * n <= kernel.largest_b() || copied_a);
+fn takes([m, k, n]: [usize; 3], [a, b]: [Strided<f32>; 2], c: Strided<f32>) -> bool {
+    let copied_a = a.row_stride == 1 && b.col_stride == 1 && k * n <= LARGEST_B_WITH_COPIED_A;
+    let sizes = m > 0 && k > 0 && n > 0 && (k * n <= LARGEST_B || copied_a);
     sizes && c.col_stride == 1 && offsets_fit(b, n)
 }
 

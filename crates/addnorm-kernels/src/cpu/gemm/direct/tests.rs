@@ -113,8 +113,8 @@ const ROW_MAJOR: Layout = Layout {
 #[test]
 fn equals_matrixmultiply_bit_for_bit_over_shapes_and_layouts() {
     let (mut taken, mut small) = (0, 0);
-    let bound = cpu_kernel().map_or(0, Kernel::largest_b);
-    let with_copied_a = cpu_kernel().map_or(0, Kernel::largest_b_with_copied_a);
+    let bound = if direct() { LARGEST_B } else { 0 };
+    let with_copied_a = if direct() { LARGEST_B_WITH_COPIED_A } else { 0 };
     for m in [1, 2, 3, 5, 11, 12, 13, 17, 25, 64] {
         for k in [1, 7, 16, 17, 32, 255, 256, 257, 600] {
             for n in [1, 5, 16, 17, 31, 32, 33, 96, 128] {
@@ -185,7 +185,7 @@ fn equals_matrixmultiply_for_every_scaling() {
                     },
                 ];
                 let took = compare(dims, layouts, alpha, beta);
-                let within = dims[1] * dims[2] <= cpu_kernel().map_or(0, Kernel::largest_b);
+                let within = dims[1] * dims[2] <= if direct() { LARGEST_B } else { 0 };
                 assert_eq!(took, within, "{dims:?} α {alpha} β {beta}");
             }
         }
@@ -380,7 +380,7 @@ fn prepare_copies_a_large_strided_b_into_rows_for_sgemm() {
         eprintln!("SKIPPED: the CPU runs no direct kernel");
         return;
     };
-    let (k, n) = (kernel.largest_b() / 64 + 3, 64);
+    let (k, n) = (LARGEST_B / 64 + 3, 64);
     let layout = Layout {
         transposed: true,
         pad: 3,
