@@ -22,7 +22,7 @@
 //! # Shapes
 //! `A: [m, k]`, `B: [k, n]`, `C: [m, n]`, any strides (views of [`Layout`]s).
 
-use super::tests::{Layout, cpu_kernel, values};
+use super::tests::{Layout, cpu_kernel, reference_sgemm, values};
 use super::*;
 
 /// `C ← α·A·B + β·C` as `matrixmultiply`'s kernel on `kernel`'s set forms each element
@@ -87,22 +87,7 @@ fn against_model(
                 let took = run(Some(kernel), dims, alpha, ab, (beta, c), c);
                 assert!(took.is_some(), "{kernel:?} takes {dims:?}");
             }
-            None => matrixmultiply::sgemm(
-                m,
-                k,
-                n,
-                alpha,
-                ab[0].ptr,
-                ab[0].row_stride,
-                ab[0].col_stride,
-                ab[1].ptr,
-                ab[1].row_stride,
-                ab[1].col_stride,
-                beta,
-                c.ptr,
-                c.row_stride,
-                c.col_stride,
-            ),
+            None => reference_sgemm(dims, alpha, ab, beta, c),
         }
         model(
             model_kernel,

@@ -58,22 +58,7 @@ fn compare(dims: [usize; 3], layouts: [Layout; 3], alpha: f32, beta: f32) -> boo
         let c = lc.view(c_direct.as_mut_ptr(), m, n);
         let took = run(cpu_kernel(), dims, alpha, [a_view, b_view], (beta, c), c);
         let c = lc.view(c_reference.as_mut_ptr(), m, n);
-        matrixmultiply::sgemm(
-            m,
-            k,
-            n,
-            alpha,
-            a_view.ptr,
-            a_view.row_stride,
-            a_view.col_stride,
-            b_view.ptr,
-            b_view.row_stride,
-            b_view.col_stride,
-            beta,
-            c.ptr,
-            c.row_stride,
-            c.col_stride,
-        );
+        reference_sgemm(dims, alpha, [a_view, b_view], beta, c);
         took.is_some()
     };
     if took {
@@ -91,6 +76,38 @@ fn compare(dims: [usize; 3], layouts: [Layout; 3], alpha: f32, beta: f32) -> boo
         assert_eq!(c_direct, values(lc.len(m, n), 2));
     }
     took
+}
+
+/// `C ← α·A·B + β·C` by `matrixmultiply`'s `sgemm`, on the views' strides: the reference.
+///
+/// # Safety
+/// The views address `m × k`, `k × n` and `m × n` live elements; C overlaps neither.
+pub(super) unsafe fn reference_sgemm(
+    [m, k, n]: [usize; 3],
+    alpha: f32,
+    [a, b]: [Strided<f32>; 2],
+    beta: f32,
+    c: Strided<f32>,
+) {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        matrixmultiply::sgemm(
+            m,
+            k,
+            n,
+            alpha,
+            a.ptr,
+            a.row_stride,
+            a.col_stride,
+            b.ptr,
+            b.row_stride,
+            b.col_stride,
+            beta,
+            c.ptr,
+            c.row_stride,
+            c.col_stride,
+        )
+    }
 }
 
 /// The direct kernel this CPU runs, uncapped: [`kernel`]'s choice under the CPU's own set
