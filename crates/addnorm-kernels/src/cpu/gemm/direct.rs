@@ -121,7 +121,7 @@ unsafe fn run(
         // SAFETY: the caller guarantees b addresses k × n live elements; `takes` that
         // their offsets fit.
         let (_copy, layout) =
-            unsafe { arrange::<Aligned<f32>>(kernel, b, [k, n], Arrangement::Rows) };
+            unsafe { arrange::<Aligned<f32>>(kernel, b, [k, n], Arrangement::Rows, Split::No) };
         // SAFETY: as the caller's; `_copy` lives until the product is done.
         unsafe { multiply(kernel, [m, k, n], alpha, a, layout, (beta, c_in), c) };
         Some(())
@@ -225,6 +225,64 @@ impl CopyOfB for Scratch<f32> {
     }
 }
 
+/// Whether [`arrange`] may split its copies over the threads ([`crate::cpu::parallel`]).
+#[cfg(target_arch = "x86_64")]
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Split {
+    /// One pass on the calling thread: a product's own copy of B, made inside whatever
+    /// task runs the product.
+    No,
+    /// Row blocks of at least [`PREPARE_TASK`] elements in parallel: a [`Prepared`] B,
+    /// made before the call's row tasks, which all wait for it. On the calling thread
+    /// alone, the d128 step's weight copies took 1.0–1.7 ms of it while the helper waited;
+    /// split, 0.7–0.8 ms (PERFORMANCE.md §49).
+    Tasks,
+}
+
+/// The fewest elements of B a task of a split copy takes (32 KiB of f32): the d128 feed-
+/// forward weights (`2¹⁶` elements) in 8 tasks, a 128 × 128 projection in 2.
+#[cfg(target_arch = "x86_64")]
+const PREPARE_TASK: usize = 1 << 13;
+
+#[cfg(target_arch = "x86_64")]
+impl Split {
+    /// `copy(r0, r1)` over row blocks covering B's `k` rows: in blocks of a multiple of 16
+    /// rows (whole transposes on either set) in parallel when `self` is `Tasks` and B has
+    /// two blocks or more, else once over all rows. A copy's values do not depend on how
+    /// its rows are split.
+    fn by_rows(self, [k, n]: [usize; 2], copy: impl Fn(usize, usize) + Sync) {
+        let rows = PREPARE_TASK.div_ceil(n.max(1)).next_multiple_of(16);
+        if self == Split::No || k <= rows {
+            return copy(0, k);
+        }
+        crate::cpu::parallel::for_each(k.div_ceil(rows), |t| {
+            copy(t * rows, ((t + 1) * rows).min(k));
+        });
+    }
+}
+
+/// A pointer or view into a buffer, shared by the tasks of a split copy: each reads, or
+/// writes, rows of its own.
+#[cfg(target_arch = "x86_64")]
+#[derive(Clone, Copy)]
+struct Shared<T>(T);
+
+// SAFETY: the tasks holding it read B, which nobody writes during the call, and write
+// disjoint rows of a copy that outlives the call.
+#[cfg(target_arch = "x86_64")]
+unsafe impl<T> Send for Shared<T> {}
+// SAFETY: as above.
+#[cfg(target_arch = "x86_64")]
+unsafe impl<T> Sync for Shared<T> {}
+
+#[cfg(target_arch = "x86_64")]
+impl<T: Copy> Shared<T> {
+    /// What it holds.
+    fn get(self) -> T {
+        self.0
+    }
+}
+
 /// How [`arrange`] lays B out.
 #[cfg(target_arch = "x86_64")]
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -261,15 +319,20 @@ unsafe fn arrange<C: CopyOfB>(
     b: Strided<f32>,
     [k, n]: [usize; 2],
     arrangement: Arrangement,
+    split: Split,
 ) -> (Option<C>, BLayout) {
     let width = 2 * kernel.lanes();
     let panels = arrangement == Arrangement::Panels;
     let copied = b.col_stride != 1 || arrangement == Arrangement::CopiedRows;
     let contiguous = copied.then(|| {
-        // SAFETY: b addresses k × n live elements (caller); `to` has room for them; the
-        // CPU has `kernel`'s set.
-        C::filled(k * n, |to| unsafe {
-            copy_rows_on(Some(kernel), b, [k, n], to)
+        C::filled(k * n, |to| {
+            let (from, to) = (Shared(b), Shared(to));
+            split.by_rows([k, n], |r0, r1| {
+                let (from, to) = (from.get().from(r0, 0), to.get().wrapping_add(r0 * n));
+                // SAFETY: rows r0..r1 of B, k × n live elements (caller), into the same
+                // rows of `to`, which has room for all of them; the CPU has `kernel`'s set.
+                unsafe { copy_rows_on(Some(kernel), from, [r1 - r0, n], to) }
+            });
         })
     });
     let (ptr, row) = match &contiguous {
@@ -278,9 +341,15 @@ unsafe fn arrange<C: CopyOfB>(
     };
     if panels {
         let len = n.div_ceil(width) * k * width;
-        // SAFETY: ptr addresses k rows of n elements, row apart; `to` has room for len.
-        let panels = C::filled(len, |to| unsafe {
-            column_panels(ptr, row, [k, n], width, to)
+        let panels = C::filled(len, |to| {
+            let (from, to) = (Shared(ptr), Shared(to));
+            split.by_rows([k, n], |r0, r1| {
+                let from = from.get().wrapping_offset(r0 as isize * row);
+                let to = to.get().wrapping_add(r0 * width);
+                // SAFETY: rows r0..r1 of the k rows of n elements at ptr, row apart, into
+                // the same rows of every panel of `to`, which has room for len.
+                unsafe { column_panels(from, row, [r1 - r0, n], [width, k * width], to) }
+            });
         });
         let layout = BLayout {
             ptr: panels.first(),
@@ -345,7 +414,9 @@ unsafe impl Sync for Prepared {}
 /// (the d = 512 model's `Wᵀ`) is copied into rows for `sgemm` ([`Reader::Packed`]):
 /// `sgemm` packs a strided B one element at a time, and did so in every row block of a
 /// call; from rows it packs by whole runs (PERFORMANCE.md §41). `None` when B is best read
-/// in place.
+/// in place. The copies run in row blocks over the threads ([`Split::Tasks`]): a linear
+/// layer prepares its weight before its row tasks start, while the helpers would
+/// otherwise wait.
 ///
 /// # Safety
 /// `b` must address `k × n` live elements.
@@ -387,7 +458,8 @@ unsafe fn prepare_on(
             Arrangement::CopiedRows
         };
         // SAFETY: per the caller; the offsets fit (above).
-        let (values, layout) = unsafe { arrange::<Scratch<f32>>(kernel, b, [k, n], arrangement) };
+        let (values, layout) =
+            unsafe { arrange::<Scratch<f32>>(kernel, b, [k, n], arrangement, Split::Tasks) };
         let values = values.expect("a layout that is not in place is a copy");
         Some(Prepared {
             kernel,
@@ -590,9 +662,10 @@ fn offsets_fit(b: Strided<f32>, n: usize) -> bool {
     n as isize * b.col_stride.abs() < i32::MAX as isize / 4
 }
 
-/// B's `k × n` elements (rows `b_row` apart) copied to `to` in panels of `width` columns:
-/// element `(r, c)` at `(c / width)·k·width + r·width + c mod width`, the last panel's
-/// missing columns 0.
+/// B's `k × n` elements (rows `b_row` apart) copied to `to` in panels of `width` columns,
+/// `panel` elements apart (`k·width` for all of B's rows; more when these are some rows of
+/// a taller B, written into each of its panels): element `(r, c)` at
+/// `(c / width)·panel + r·width + c mod width`, the last panel's missing columns 0.
 ///
 /// A whole panel's row is one copy of a constant size ([`copy_runs`]), inlined, instead of
 /// a `memcpy` and a `memset` call per row: 8192 calls for each `[256, 512]` block of the
@@ -600,17 +673,16 @@ fn offsets_fit(b: Strided<f32>, n: usize) -> bool {
 ///
 /// # Safety
 /// `b` must address `k` rows of `n` live elements, `b_row` apart; `to` has room for
-/// `n.div_ceil(width)·k·width` elements.
+/// `(n.div_ceil(width) − 1)·panel + k·width` elements; `panel ≥ k·width`.
 #[cfg(target_arch = "x86_64")]
 unsafe fn column_panels(
     b: *const f32,
     b_row: isize,
     [k, n]: [usize; 2],
-    width: usize,
+    [width, panel]: [usize; 2],
     to: *mut f32,
 ) {
     let whole = n / width * width;
-    let panel = k * width;
     for (p, j0) in (0..whole).step_by(width).enumerate() {
         // SAFETY: columns j0..j0 + width of B's k rows; panel p of `to`.
         unsafe {
