@@ -17,7 +17,9 @@
 //! d128 model's feed-forward `dW` blocks ran 1.3–1.5× faster than in `matrixmultiply` with
 //! their operands in cache, 1.1× with them in L3 (PERFORMANCE.md §29); B was then copied
 //! into panels of its columns too. Since the loops prefetch B's rows (below), that copy
-//! made the feed-forward-in `dW` 4–7% slower on a Zen 4 (§45), so it went.
+//! made the feed-forward-in `dW` 4–7% slower on a Zen 4 (§45), so it went on AVX-512; on
+//! AVX2 a B of 256 columns or more is still copied, which made that `dW` 0.89× as long
+//! ([`own_arrangement`], §50).
 //!
 //! A B over 32 KiB does not stay in L1 between row tiles, so each tile's loop prefetches
 //! its rows [`PREFETCH_ROWS`] ahead of the row it multiplies: the d128 model's weight
@@ -117,13 +119,25 @@ unsafe fn run(
     #[cfg(target_arch = "x86_64")]
     {
         // B in place when its rows are contiguous (every B over the rows bound is, by
-        // `takes`), its rows prefetched when it is large (`multiply`).
-        // SAFETY: the caller guarantees b addresses k × n live elements; `takes` that
-        // their offsets fit.
-        let (_copy, layout) =
-            unsafe { arrange::<Aligned<f32>>(kernel, b, [k, n], Arrangement::Rows, Split::No) };
-        // SAFETY: as the caller's; `_copy` lives until the product is done.
-        unsafe { multiply(kernel, [m, k, n], alpha, a, layout, (beta, c_in), c) };
+        // `takes`), its rows prefetched when it is large (`multiply`); in panels for an
+        // AVX2 weight gradient (`own_arrangement`), in a pooled buffer of that size.
+        // SAFETY (both): the caller guarantees b addresses k × n live elements; `takes`
+        // that their offsets fit. Then as the caller's; the copy lives until the product
+        // is done.
+        unsafe {
+            match own_arrangement(kernel, a, [k, n]) {
+                Arrangement::Panels => {
+                    let (_copy, layout) =
+                        arrange::<Scratch<f32>>(kernel, b, [k, n], Arrangement::Panels, Split::No);
+                    multiply(kernel, [m, k, n], alpha, a, layout, (beta, c_in), c);
+                }
+                arrangement => {
+                    let (_copy, layout) =
+                        arrange::<Aligned<f32>>(kernel, b, [k, n], arrangement, Split::No);
+                    multiply(kernel, [m, k, n], alpha, a, layout, (beta, c_in), c);
+                }
+            }
+        }
         Some(())
     }
     #[cfg(not(target_arch = "x86_64"))]
@@ -167,6 +181,28 @@ unsafe fn multiply(
     match kernel {
         Kernel::Avx512 => unsafe { avx512::gemm(operands, [m, k, n], alpha, beta) },
         Kernel::Avx2Fma => unsafe { avx2::gemm(operands, [m, k, n], alpha, beta) },
+    }
+}
+
+/// How a product read by [`run`] lays its B out: in column panels for a weight gradient on
+/// AVX2 ([`Kernel::Avx2Fma`]: an A with unit row stride, whose row tiles the loops copy)
+/// whose B is over [`PREFETCH_B_ABOVE`] elements with at least [`PANELS_FROM_N`] columns;
+/// else in place ([`Arrangement::Rows`]).
+///
+/// Read in place, such a B's 16-column strip is one 64-byte line a row, rows 1 KiB or more
+/// apart, so a tile's walk down it falls into two of L1's sets, prefetched lines with it.
+/// Copied once per product, each panel row is a line of its own after the last: the d128
+/// model's feed-forward-in `dW` (`[128, 256]·[256, 512]` blocks) took 0.89× its time warm
+/// and 0.90× with its operands out of cache, on a Zen 4 run as an AVX2 machine
+/// (PERFORMANCE.md §50). On AVX-512, whose strip is two lines a row, the same copy made it
+/// 1.04–1.10× slower (§45, again in §50), so there B stays in place.
+#[cfg(target_arch = "x86_64")]
+fn own_arrangement(kernel: Kernel, a: Strided<f32>, [k, n]: [usize; 2]) -> Arrangement {
+    let strip_of_one_line = kernel == Kernel::Avx2Fma;
+    if strip_of_one_line && a.row_stride == 1 && k * n > PREFETCH_B_ABOVE && n >= PANELS_FROM_N {
+        Arrangement::Panels
+    } else {
+        Arrangement::Rows
     }
 }
 

@@ -389,6 +389,76 @@ fn vectorized_row_copies_equal_the_plain_copy() {
     }
 }
 
+/// On AVX2 a weight gradient's wide B is copied into column panels ([`own_arrangement`]),
+/// with the bits of the same kernel reading it in place: several chains, and a last panel
+/// of 8 columns. Narrower or smaller Bs, an A without unit row stride and AVX-512 leave B
+/// in place. Runs the AVX2 kernel on any CPU with AVX2 and FMA, AVX-512 ones too.
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn avx2_weight_gradients_read_wide_b_from_panels_with_the_same_bits() {
+    let unit_a = Layout {
+        transposed: true,
+        pad: 3,
+    };
+    let view = |layout: Layout, rows, cols| layout.view(std::ptr::null_mut(), rows, cols);
+    let avx2 = Kernel::Avx2Fma;
+    for (kernel, a, [k, n], panels) in [
+        (avx2, view(unit_a, 128, 256), [256, 512], true),
+        (avx2, view(unit_a, 25, 300), [300, 264], true),
+        (avx2, view(unit_a, 25, 600), [600, 200], false),
+        (avx2, view(unit_a, 25, 16), [16, 256], false),
+        (avx2, view(ROW_MAJOR, 128, 256), [256, 512], false),
+        (Kernel::Avx512, view(unit_a, 128, 256), [256, 512], false),
+    ] {
+        let want = if panels {
+            Arrangement::Panels
+        } else {
+            Arrangement::Rows
+        };
+        let got = own_arrangement(kernel, a, [k, n]);
+        assert!(
+            got == want,
+            "{kernel:?} {k}x{n} row stride {}",
+            a.row_stride
+        );
+    }
+    if !(is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma")) {
+        eprintln!("SKIPPED: the CPU has no AVX2 with FMA");
+        return;
+    }
+    let c_layout = Layout {
+        transposed: false,
+        pad: 5,
+    };
+    for dims @ [m, k, n] in [[25, 300, 264], [128, 256, 512], [12, 500, 256]] {
+        for (alpha, beta) in [(1.0, 0.0), (0.3, 0.7)] {
+            let mut a = values(unit_a.len(m, k), 0);
+            let mut b = values(ROW_MAJOR.len(k, n), 1);
+            let mut from_panels = values(c_layout.len(m, n), 2);
+            let mut in_place = from_panels.clone();
+            let (a, b) = (
+                unit_a.view(a.as_mut_ptr(), m, k),
+                ROW_MAJOR.view(b.as_mut_ptr(), k, n),
+            );
+            // SAFETY: every view addresses its own live buffer, each C written by one call;
+            // the CPU has AVX2 and FMA; the copy lives until the product is done.
+            unsafe {
+                let c = c_layout.view(from_panels.as_mut_ptr(), m, n);
+                assert!(run(Some(avx2), dims, alpha, [a, b], (beta, c), c).is_some());
+                let c = c_layout.view(in_place.as_mut_ptr(), m, n);
+                let (_copy, layout) =
+                    arrange::<Aligned<f32>>(avx2, b, [k, n], Arrangement::Rows, Split::No);
+                assert!(layout.ptr == b.ptr.cast_const(), "read in place");
+                multiply(avx2, dims, alpha, a, layout, (beta, c), c);
+            }
+            let differ = (from_panels.iter().zip(&in_place))
+                .filter(|(x, y)| x.to_bits() != y.to_bits())
+                .count();
+            assert_eq!(differ, 0, "{dims:?} α {alpha} β {beta}");
+        }
+    }
+}
+
 /// A strided B over the direct kernel's bound is copied into contiguous rows for `sgemm`
 /// (and the direct kernel declines it); a contiguous one that large is left in place.
 #[test]
