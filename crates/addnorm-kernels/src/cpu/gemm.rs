@@ -38,6 +38,8 @@ mod direct;
 mod pool;
 mod serial;
 
+pub use super::strided::Strided;
+
 pub use pool::matrixmultiply_forks;
 
 /// The instruction set of the direct f32 kernel in this process: `Some(Avx512)` or
@@ -341,62 +343,6 @@ unsafe fn copy_into_rows<E>(bias: *const E, c: Strided<E>, [m, _, n]: [usize; 3]
     for r in 0..m {
         // SAFETY: row r of C, and bias, per the caller.
         unsafe { std::ptr::copy_nonoverlapping(bias, c.ptr.offset(r as isize * c.row_stride), n) };
-    }
-}
-
-/// A strided matrix: element `(r, c)` at `ptr + r·row_stride + c·col_stride`.
-#[derive(Debug)]
-pub struct Strided<E> {
-    ptr: *mut E,
-    row_stride: isize,
-    col_stride: isize,
-}
-
-// Written out: a derive would ask `E: Clone`.
-impl<E> Clone for Strided<E> {
-    fn clone(&self) -> Self {
-        *self
-    }
-}
-impl<E> Copy for Strided<E> {}
-
-impl<E> Strided<E> {
-    /// The row-major matrix starting at `ptr` with rows `row_stride` apart.
-    pub fn rows(ptr: *mut E, row_stride: usize) -> Self {
-        Self {
-            ptr,
-            row_stride: row_stride as isize,
-            col_stride: 1,
-        }
-    }
-
-    /// The first element's address.
-    pub fn ptr(self) -> *mut E {
-        self.ptr
-    }
-
-    /// `(row_stride, col_stride)`, in elements.
-    pub fn strides(self) -> (isize, isize) {
-        (self.row_stride, self.col_stride)
-    }
-
-    /// The sub-matrix whose element `(0, 0)` is this one's `(row, col)`. Computing it
-    /// reads nothing; the caller keeps using only elements that lie in the matrix.
-    pub fn from(self, row: usize, col: usize) -> Self {
-        let offset = row as isize * self.row_stride + col as isize * self.col_stride;
-        Self {
-            ptr: self.ptr.wrapping_offset(offset),
-            ..self
-        }
-    }
-
-    /// The transpose (the same elements).
-    pub fn t(self) -> Self {
-        Self {
-            ptr: self.ptr,
-            row_stride: self.col_stride,
-            col_stride: self.row_stride,
-        }
     }
 }
 

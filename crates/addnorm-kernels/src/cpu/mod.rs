@@ -8,13 +8,14 @@
 //! - [`exp`], [`tanh`]: vectorizable f32 `exp` and `tanh` (the softmax, GELU, DyT);
 //!   `polynomial`: the Horner scheme by fused multiply-adds they and GELU's Φ share.
 //! - [`gemm`]: strided GEMMs on slices, for attention and linear layers: a direct AVX-512
-//!   kernel for small and thin products, `matrixmultiply` for the rest, with the same bits.
+//!   kernel for small and thin products, `matrixmultiply` for the rest, with the same bits;
+//!   [`strided`]: the matrix view they take.
 //! - [`aligned`]: buffers whose first element starts a cache line, inside a plain `Vec`.
 //! - [`memory`]: output buffers, 64-byte aligned, on transparent huge pages.
 //! - [`output_pool`] (with the `ndarray` feature): the kernels' large outputs reused once
 //!   Burn drops them, so a step writes into pages the last step mapped.
 //! - [`parallel`]: a kernel's tasks in parallel, the calling thread taking part when it is
-//!   not a pool worker (a user's `main`).
+//!   not a pool worker (a user's `main`), and the buffers they share.
 //! - [`scratch`]: work buffers kept from one call to the next.
 //! - [`peak`]: the machine's f32 FMA peak, measured, for the benchmarks' share of it.
 //! - [`allocator`]: [`allocator::keep_freed_memory`], glibc `malloc` settings a training
@@ -49,6 +50,7 @@ pub(crate) mod polynomial;
 pub mod real;
 pub mod reused;
 pub mod scratch;
+pub mod strided;
 pub mod tanh;
 
 #[cfg(test)]

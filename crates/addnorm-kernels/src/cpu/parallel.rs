@@ -1,5 +1,7 @@
 //! [`for_each`] and [`map`]: a kernel's tasks in parallel, with the calling thread taking
-//! part; [`ChunksMut`] and [`chunk`]: the disjoint pieces of a buffer the tasks work on.
+//! part; [`ChunksMut`] and [`chunk`]: the disjoint pieces of a buffer the tasks work on;
+//! `SharedBuffer` (`parallel/shared.rs`): a buffer the tasks share when their pieces are
+//! strided or irregular.
 //!
 //! # Why
 //! A library user calls a training step from their own thread (usually `main`), which is
@@ -53,6 +55,9 @@ use std::sync::{Arc, Mutex};
 use super::real::{Real, add_into};
 
 mod linger;
+mod shared;
+
+pub(crate) use shared::SharedBuffer;
 
 /// Runs `task(i)` for every `i < tasks` (see the [module docs](self)): on the calling
 /// thread alone when there is one task or one thread, else in parallel with the caller

@@ -27,7 +27,7 @@ use crate::cpu::aligned::Aligned;
 use crate::cpu::dispatch::vectorized;
 use crate::cpu::gemm::{Gemm, Strided};
 use crate::cpu::memory::{overwritten_output, written_output, zeroed_output};
-use crate::cpu::parallel::{self, ChunksMut};
+use crate::cpu::parallel::{self, ChunksMut, SharedBuffer};
 use crate::cpu::real::add_into;
 use crate::cpu::scratch::Scratch;
 
@@ -153,45 +153,6 @@ fn guided(rows: usize, full: usize, threads: usize) -> Vec<(usize, usize)> {
     blocks
 }
 
-/// A mutable row-major buffer the tasks of one call write in disjoint row blocks.
-struct RowBlocks<E> {
-    ptr: *mut E,
-    width: usize,
-}
-
-// SAFETY: the tasks holding it write disjoint row blocks of a buffer the call borrows
-// mutably for its whole duration.
-unsafe impl<E: Send> Send for RowBlocks<E> {}
-// SAFETY: as above.
-unsafe impl<E: Send> Sync for RowBlocks<E> {}
-
-impl<E> RowBlocks<E> {
-    fn new(buffer: &mut [E], width: usize) -> Self {
-        Self {
-            ptr: buffer.as_mut_ptr(),
-            width,
-        }
-    }
-
-    /// Rows `r0..` as a strided matrix.
-    fn at(&self, r0: usize) -> Strided<E> {
-        // SAFETY: callers pass a row of the buffer (`r0 < rows`).
-        Strided::rows(unsafe { self.ptr.add(r0 * self.width) }, self.width)
-    }
-
-    /// Rows `r0..r1` as a slice.
-    ///
-    /// # Safety
-    /// The rows must lie in the buffer, which must outlive `'a`, and no one else may read or
-    /// write them while the slice lives.
-    unsafe fn block<'a>(&self, r0: usize, r1: usize) -> &'a mut [E] {
-        // SAFETY: per the caller.
-        unsafe {
-            std::slice::from_raw_parts_mut(self.ptr.add(r0 * self.width), (r1 - r0) * self.width)
-        }
-    }
-}
-
 /// A read-only row-major matrix as a strided view (never written through).
 fn reading<E>(values: &[E], width: usize, r0: usize) -> Strided<E> {
     Strided::rows(values[r0 * width..].as_ptr().cast_mut(), width)
@@ -250,20 +211,19 @@ fn forward_into<E: Gemm>(
     // SAFETY: w is live and unwritten for this call.
     let w = unsafe { E::prepare_b(reading(w, d_out, 0), [d_in, d_out]) };
     let fill = |y: *mut E| {
-        let out = RowBlocks {
-            ptr: y,
-            width: d_out,
-        };
+        // SAFETY: `written_output` hands over rows · d_out elements for the call.
+        let out = unsafe { SharedBuffer::from_raw(y, rows * d_out) };
         for_blocks(&dims.row_blocks(), |r0, r1| {
             let dims = [r1 - r0, d_in, d_out];
             let bias = b.map(<[E]>::as_ptr);
+            let y = out.rows(r0 * d_out, d_out);
             // SAFETY: x, w and b are live and read only; each task writes all of its own
             // rows of y (nothing is read; the bias is joined in place of C).
-            unsafe { E::gemm_prepared(dims, E::ONE, reading(x, d_in, r0), &w, bias, out.at(r0)) }
+            unsafe { E::gemm_prepared(dims, E::ONE, reading(x, d_in, r0), &w, bias, y) }
             if let Some(r) = r {
                 let span = r0 * d_out..r1 * d_out;
                 // SAFETY: rows r0..r1 of y, written above by this task alone.
-                let y = unsafe { out.block(r0, r1) };
+                let y = unsafe { out.slice_mut(span.start, span.len()) };
                 add_into(y, &r[span]);
             }
         });
@@ -285,10 +245,8 @@ pub fn backward_input<E: Gemm>(dims: LinearDims, dy: &[E], w: &[E]) -> Aligned<E
     // SAFETY: wᵀ's elements are w's, live and unwritten for this call.
     let wt = unsafe { E::prepare_b(reading(w, d_out, 0).t(), [d_out, d_in]) };
     let fill = |dx: *mut E| {
-        let out = RowBlocks {
-            ptr: dx,
-            width: d_in,
-        };
+        // SAFETY: `written_output` hands over rows · d_in elements for the call.
+        let out = unsafe { SharedBuffer::from_raw(dx, rows * d_in) };
         for_blocks(&dims.row_blocks(), |r0, r1| {
             // SAFETY: dy and wᵀ are read only; each task writes all of its own rows of dx
             // (nothing is read).
@@ -299,7 +257,7 @@ pub fn backward_input<E: Gemm>(dims: LinearDims, dy: &[E], w: &[E]) -> Aligned<E
                     reading(dy, d_out, r0),
                     &wt,
                     None,
-                    out.at(r0),
+                    out.rows(r0 * d_in, d_in),
                 );
             }
         });
@@ -327,7 +285,6 @@ pub fn backward_parameters<E: Gemm>(
     // added to it in block order.
     let partial = |(r0, r1): (usize, usize), dw: &mut [E]| {
         if r1 > r0 {
-            let out = RowBlocks::new(dw, d_out);
             // SAFETY: x and dy are read only; dw is this task's own buffer; with β = 0 the
             // GEMM overwrites it without reading it.
             unsafe {
@@ -337,7 +294,7 @@ pub fn backward_parameters<E: Gemm>(
                     reading(x, d_in, r0).t(),
                     reading(dy, d_out, r0),
                     E::ZERO,
-                    out.at(0),
+                    Strided::rows(dw.as_mut_ptr(), d_out),
                 );
             }
         }

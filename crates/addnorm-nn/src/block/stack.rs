@@ -253,7 +253,7 @@ pub struct TransformerStack<B: Backend> {
 }
 
 impl<B: NormBackend> TransformerStack<B> {
-    /// x₀ = E_tok[tokens] + E_pos[positions], each lookup through
+    /// `x₀ = E_tok[tokens] + E_pos[positions]`, each lookup through
     /// [`addnorm_kernels::embedding`] (Burn's `Embedding::forward`, with a fused kernel).
     fn embed(&self, tokens: Tensor<B, 2, Int>) -> Tensor<B, 3> {
         let [batch, seq] = tokens.dims();

@@ -24,7 +24,7 @@
 //! - `q`, `k`, `v`, `output`, `grad_output`, the gradients: `[batch, T, d_model]`
 //! - `lse`: `[batch, heads, T]`
 
-use super::{Cut, Gemm, Shared, Strided, query_blocks, run_tasks, vector_extent};
+use super::{Cut, Gemm, SharedBuffer, Strided, query_blocks, run_tasks, vector_extent};
 use crate::attention::spec::{AttentionSpec, HeadLayout};
 use crate::cpu::aligned::Aligned;
 use crate::cpu::dispatch::vectorized;
@@ -56,7 +56,7 @@ struct Call<'a, E> {
     grad_output: &'a [E],
     /// dQ, dK, dV, whatever they hold on entry: each element is written (dK and dV add
     /// up over the query blocks onto what the first block that sees their key wrote).
-    grads: [Shared<E>; 3],
+    grads: [SharedBuffer<E>; 3],
     /// The scratch's row stride and the causal blocks' parts.
     cut: Cut,
 }
@@ -170,7 +170,11 @@ pub(crate) fn backward_with<E: Gemm>(
         cap: spec.softcap.map(E::from_f64),
         saved,
         grad_output,
-        grads: [Shared::new(dq), Shared::new(dk), Shared::new(dv)],
+        grads: [
+            SharedBuffer::new(dq),
+            SharedBuffer::new(dk),
+            SharedBuffer::new(dv),
+        ],
         cut,
     };
     let heads: Vec<usize> = (0..layout.batch * layout.heads).collect();
@@ -200,7 +204,7 @@ impl<E: Gemm> Call<'_, E> {
             layout.d_model(),
             [layout.d_head, layout.seq],
         );
-        let [k, v] = [self.saved.k, self.saved.v].map(Shared::reading);
+        let [k, v] = [self.saved.k, self.saved.v].map(SharedBuffer::reading);
         // SAFETY: k's and v's head h hold T rows of d_head; the copies are this task's own
         // and stay unchanged until the head is done.
         let transposed = unsafe {
@@ -234,7 +238,7 @@ impl<E: Gemm> Call<'_, E> {
     /// the bits of `0 + α·p` in every join ([`Gemm::gemm`]'s epilogue), so `β = 0` gives
     /// the bits of adding onto zeroed rows. It spares the task a pass over its columns of
     /// dK and dV, whose cache lines it would otherwise first fetch only to zero them.
-    fn key_beta(&self, grad: &Shared<E>, head: usize, (i0, j0, j1): Keys, alpha: E) -> E {
+    fn key_beta(&self, grad: &SharedBuffer<E>, head: usize, (i0, j0, j1): Keys, alpha: E) -> E {
         let new_from = self.written_before(i0).clamp(j0, j1);
         if new_from == j1 {
             return E::ONE;
@@ -285,7 +289,7 @@ impl<E: Gemm> Call<'_, E> {
     /// `S = scale·Q_b·Kᵀ` into P's rows and `dP = dO_b·Vᵀ` into dS's, part by part.
     fn scores(&self, block: &Block<E>, Transposed { k_t, v_t }: Transposed<E>) {
         let (dm, d_head) = (self.layout.d_model(), self.layout.d_head);
-        let [q, dout] = [self.saved.q, self.grad_output].map(Shared::reading);
+        let [q, dout] = [self.saved.q, self.grad_output].map(SharedBuffer::reading);
         let first = block.head + block.rows.0 * dm;
         for (r0, r1, n_k) in self.parts(block) {
             // SAFETY: q, dO and the transposed copies are read only; P and dS are this
@@ -350,7 +354,7 @@ impl<E: Gemm> Call<'_, E> {
     /// `dQ_b = scale·dS·K`, part by part.
     fn query_gradients(&self, block: &Block<E>) {
         let dm = self.layout.d_model();
-        let k = Shared::reading(self.saved.k);
+        let k = SharedBuffer::reading(self.saved.k);
         let first = block.head + block.rows.0 * dm;
         for (r0, r1, n_k) in self.parts(block) {
             // SAFETY: k and dS are read only; dQ's rows of this block and head are written
@@ -372,7 +376,7 @@ impl<E: Gemm> Call<'_, E> {
     /// first row that sees its keys.
     fn key_gradients(&self, block: &Block<E>) {
         let (dm, d_head, (i0, i1)) = (self.layout.d_model(), self.layout.d_head, block.rows);
-        let [q, dout] = [self.saved.q, self.grad_output].map(Shared::reading);
+        let [q, dout] = [self.saved.q, self.grad_output].map(SharedBuffer::reading);
         let [_, dk, dv] = &self.grads;
         let first = block.head + i0 * dm;
         for (j0, j1, r0) in self.cut.parts.keys(self.causal, i0, block.keys) {

@@ -23,7 +23,7 @@
 //! - `q`, `k`, `v`, `output`: `[batch, T, d_model]`; `lse`: `[batch, heads, T]`
 
 use super::{
-    Cut, Gemm, QUERY_BLOCK, Shared, Strided, larger, max_of_visible, query_blocks, run_tasks,
+    Cut, Gemm, QUERY_BLOCK, SharedBuffer, Strided, larger, max_of_visible, query_blocks, run_tasks,
     vector_extent,
 };
 use crate::attention::spec::{AttentionSpec, HeadLayout};
@@ -44,8 +44,8 @@ struct Call<'a, E> {
     q: &'a [E],
     k: &'a [E],
     v: &'a [E],
-    output: Shared<E>,
-    lse: Shared<E>,
+    output: SharedBuffer<E>,
+    lse: SharedBuffer<E>,
     /// The scratch's row stride and the causal blocks' parts.
     cut: Cut,
 }
@@ -90,8 +90,8 @@ pub(crate) fn forward_with<E: Gemm>(
         q,
         k,
         v,
-        output: Shared::new(output),
-        lse: Shared::new(lse),
+        output: SharedBuffer::new(output),
+        lse: SharedBuffer::new(lse),
         cut,
     };
     let tasks: Vec<Task> = (0..layout.batch * layout.heads)
@@ -158,7 +158,7 @@ impl<E: Gemm> Call<'_, E> {
         // past them keeps what the last block left, which the softmax overwrites before
         // anything reads it. So no zeroing pass.
         scratch.scores.resize((i1 - i0) * stride);
-        let k = Shared::reading(self.k).rows(head, layout.d_model());
+        let k = SharedBuffer::reading(self.k).rows(head, layout.d_model());
         // SAFETY: k's head h holds `keys` rows of d_head; the copy is this task's own.
         let k_t = unsafe { E::contiguous_b(k.t(), [layout.d_head, keys], &mut scratch.k_t) };
         let scores = Strided::rows(scratch.scores.as_mut_ptr(), stride);
@@ -187,7 +187,7 @@ impl<E: Gemm> Call<'_, E> {
         scores: Strided<E>,
         parts: impl Iterator<Item = (usize, usize, usize)>,
     ) {
-        let (dm, q) = (self.layout.d_model(), Shared::reading(self.q));
+        let (dm, q) = (self.layout.d_model(), SharedBuffer::reading(self.q));
         for (r0, r1, n_k) in parts {
             // SAFETY: q and Kᵀ are read only; `scores` is this task's own buffer of
             // rows × stride.
@@ -212,7 +212,7 @@ impl<E: Gemm> Call<'_, E> {
         scores: Strided<E>,
         parts: impl Iterator<Item = (usize, usize, usize)>,
     ) {
-        let (dm, v) = (self.layout.d_model(), Shared::reading(self.v));
+        let (dm, v) = (self.layout.d_model(), SharedBuffer::reading(self.v));
         for (r0, r1, n_k) in parts {
             // SAFETY: v is read only; the output rows i0 + r0..i0 + r1 of head h (columns
             // h·d_head..(h+1)·d_head) are written by this task alone.

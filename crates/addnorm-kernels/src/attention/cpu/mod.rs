@@ -39,6 +39,7 @@ pub mod backward;
 pub mod forward;
 
 use crate::cpu::parallel;
+pub(crate) use crate::cpu::parallel::SharedBuffer;
 
 pub use crate::cpu::gemm::{Gemm, Strided};
 pub(crate) use crate::cpu::real::{LANES, Real, lane_maxima, larger, largest_lane, max_of};
@@ -123,57 +124,6 @@ const SERIAL_BELOW_FLOPS: usize = 1 << 18;
 
 /// Multiply-adds one rayon job should at least carry.
 const MIN_JOB_FLOPS: usize = 1 << 18;
-
-/// A buffer shared by the tasks of one call, each of which writes a disjoint set of its
-/// elements (the columns of its head, the rows of its block).
-#[derive(Debug)]
-pub(crate) struct Shared<E> {
-    ptr: *mut E,
-    len: usize,
-}
-
-// SAFETY: `Shared` is only a pointer to a buffer the kernel call borrows mutably for its
-// whole duration; the tasks that hold it write disjoint elements (see each kernel).
-unsafe impl<E: Send> Send for Shared<E> {}
-// SAFETY: as above.
-unsafe impl<E: Send> Sync for Shared<E> {}
-
-impl<E> Shared<E> {
-    /// Shares a buffer the caller borrows for the call.
-    pub(crate) fn new(buffer: &mut [E]) -> Self {
-        Self {
-            ptr: buffer.as_mut_ptr(),
-            len: buffer.len(),
-        }
-    }
-
-    /// A read-only buffer, shared the same way (it is never written through).
-    pub(crate) fn reading(buffer: &[E]) -> Self {
-        Self {
-            ptr: buffer.as_ptr().cast_mut(),
-            len: buffer.len(),
-        }
-    }
-
-    /// The rows starting at element `offset`, `row_stride` apart.
-    fn rows(&self, offset: usize, row_stride: usize) -> Strided<E> {
-        debug_assert!(offset < self.len.max(1));
-        // SAFETY: `offset` is within the buffer (every caller's offset is that of an
-        // element of a `[batch, T, d_model]` or `[batch, heads, T]` tensor of this length).
-        Strided::rows(unsafe { self.ptr.add(offset) }, row_stride)
-    }
-
-    /// Elements `start..start + len` as a mutable slice.
-    ///
-    /// # Safety
-    /// No one else may access these elements while the slice lives.
-    #[allow(clippy::mut_from_ref)]
-    unsafe fn slice_mut(&self, start: usize, len: usize) -> &mut [E] {
-        assert!(start + len <= self.len, "slice out of the shared buffer");
-        // SAFETY: in bounds (checked); exclusivity is the caller's promise.
-        unsafe { core::slice::from_raw_parts_mut(self.ptr.add(start), len) }
-    }
-}
 
 /// Runs `task` on every item, in parallel when the call carries at least
 /// [`SERIAL_BELOW_FLOPS`] multiply-adds (`flops_per_item` each, roughly), and combines the

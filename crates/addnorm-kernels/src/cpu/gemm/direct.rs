@@ -49,6 +49,8 @@
 use super::{Strided, copy_rows_one_by_one};
 use crate::cpu::aligned::{ALIGN, Aligned};
 use crate::cpu::dispatch::{InstructionSet, detected};
+#[cfg(target_arch = "x86_64")]
+use crate::cpu::parallel::SharedBuffer;
 use crate::cpu::scratch::Scratch;
 
 #[cfg(target_arch = "x86_64")]
@@ -297,28 +299,6 @@ impl Split {
     }
 }
 
-/// A pointer or view into a buffer, shared by the tasks of a split copy: each reads, or
-/// writes, rows of its own.
-#[cfg(target_arch = "x86_64")]
-#[derive(Clone, Copy)]
-struct Shared<T>(T);
-
-// SAFETY: the tasks holding it read B, which nobody writes during the call, and write
-// disjoint rows of a copy that outlives the call.
-#[cfg(target_arch = "x86_64")]
-unsafe impl<T> Send for Shared<T> {}
-// SAFETY: as above.
-#[cfg(target_arch = "x86_64")]
-unsafe impl<T> Sync for Shared<T> {}
-
-#[cfg(target_arch = "x86_64")]
-impl<T: Copy> Shared<T> {
-    /// What it holds.
-    fn get(self) -> T {
-        self.0
-    }
-}
-
 /// How [`arrange`] lays B out.
 #[cfg(target_arch = "x86_64")]
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -362,12 +342,12 @@ unsafe fn arrange<C: CopyOfB>(
     let copied = b.col_stride != 1 || arrangement == Arrangement::CopiedRows;
     let contiguous = copied.then(|| {
         C::filled(k * n, |to| {
-            let (from, to) = (Shared(b), Shared(to));
+            // SAFETY: `filled` hands over k × n elements.
+            let to = unsafe { SharedBuffer::from_raw(to, k * n) };
             split.by_rows([k, n], |r0, r1| {
-                let (from, to) = (from.get().from(r0, 0), to.get().wrapping_add(r0 * n));
                 // SAFETY: rows r0..r1 of B, k × n live elements (caller), into the same
-                // rows of `to`, which has room for all of them; the CPU has `kernel`'s set.
-                unsafe { copy_rows_on(Some(kernel), from, [r1 - r0, n], to) }
+                // rows of `to`, this task's alone; the CPU has `kernel`'s set.
+                unsafe { copy_rows_on(Some(kernel), b.from(r0, 0), [r1 - r0, n], to.at(r0 * n)) }
             });
         })
     });
@@ -377,13 +357,19 @@ unsafe fn arrange<C: CopyOfB>(
     };
     if panels {
         let len = n.div_ceil(width) * k * width;
+        let rows = Strided {
+            ptr: ptr.cast_mut(),
+            row_stride: row,
+            col_stride: 1,
+        };
         let panels = C::filled(len, |to| {
-            let (from, to) = (Shared(ptr), Shared(to));
+            // SAFETY: `filled` hands over len elements.
+            let to = unsafe { SharedBuffer::from_raw(to, len) };
             split.by_rows([k, n], |r0, r1| {
-                let from = from.get().wrapping_offset(r0 as isize * row);
-                let to = to.get().wrapping_add(r0 * width);
+                let (from, to) = (rows.from(r0, 0).ptr(), to.at(r0 * width));
                 // SAFETY: rows r0..r1 of the k rows of n elements at ptr, row apart, into
-                // the same rows of every panel of `to`, which has room for len.
+                // the same rows of every panel of `to` (this task's alone), which has room
+                // for len.
                 unsafe { column_panels(from, row, [r1 - r0, n], [width, k * width], to) }
             });
         });

@@ -71,7 +71,7 @@ fn block_sum(shared: &mut SharedMemory<f32>, value: f32) -> f32 {
     total
 }
 
-/// Like [`block_sum`] for three values at once (one pass of barriers); `shared` holds at
+/// Like [`block_sum()`] for three values at once (one pass of barriers); `shared` holds at
 /// least `3·block` values.
 #[cube]
 fn block_sum3(
