@@ -44,7 +44,10 @@
 //! your loop on any, so on a shared host its ratio carries the host's drift between the
 //! two. With `--pairs N` the bench ends with each model's torch / yours over `N` rounds of
 //! two child processes back to back, the first alternating: the median of the rounds'
-//! ratios, their range, and how many rounds addnorm won. Issue 25's targets are read there.
+//! ratios, their range, and how many rounds addnorm won. Issue 25's targets are read there,
+//! and printed under them ([`targets`]): each model no slower than PyTorch, the d128 step
+//! in at most 0.7× its time and at half the peak or more, each with the pairs' median, their
+//! range, and "met" or "not met" by the median.
 //! With `--against PATH` (another build of this bench, copied out of `target/` before
 //! rebuilding), the pairs run that build's `--alone NAME` instead of PyTorch: the median
 //! of old / new, what a change bought on a host too noisy for single runs. Given a copy of
@@ -89,6 +92,8 @@ type Ad = Autodiff<NdArray<f32>>;
 
 #[path = "train_step/pairs.rs"]
 mod pairs;
+#[path = "train_step/targets.rs"]
+mod targets;
 
 /// The system allocator, counting what it hands out: the bench's global allocator.
 mod counting {
@@ -491,14 +496,14 @@ fn main() {
     };
     report(&torch, &user, &tuned, peak);
     if options.pairs > 0 {
-        report_pairs(&options, &user, &this);
+        report_pairs(&options, &user, &this, peak);
     }
 }
 
 /// `--pairs N`: each measured model's torch / yours, or with `--against PATH` the other
 /// build's / yours, over `N` alternated rounds of child processes ([`pairs`]); `this` is
 /// this bench's own executable, which times "yours".
-fn report_pairs(options: &Options, user: &[Measured], this: &std::path::Path) {
+fn report_pairs(options: &Options, user: &[Measured], this: &std::path::Path, peak: Option<f64>) {
     let theirs_label = if options.against.is_some() {
         "other"
     } else {
@@ -512,6 +517,7 @@ fn report_pairs(options: &Options, user: &[Measured], this: &std::path::Path) {
     );
     println!("{}", pairs::header(theirs_label));
     let ms = |phases: Phases| phases.total().as_secs_f64() * 1e3;
+    let mut all = Vec::with_capacity(user.len());
     for m in user {
         let theirs = || match &options.against {
             Some(other) => Some(ms(alone(other, options, m.name).0)),
@@ -522,6 +528,23 @@ fn report_pairs(options: &Options, user: &[Measured], this: &std::path::Path) {
         let yours = || ms(alone(this, options, m.name).0);
         let measured = pairs::measure(options.pairs, theirs, yours);
         println!("{}", pairs::row(m.name, theirs_label, &measured));
+        all.push(measured);
+    }
+    if options.against.is_none() {
+        let models: Vec<targets::Measured<'_>> = user
+            .iter()
+            .zip(&all)
+            .map(|(m, pairs)| targets::Measured {
+                name: m.name,
+                pairs,
+                flops: m.flops,
+            })
+            .collect();
+        let lines = targets::lines(&models, peak);
+        if !lines.is_empty() {
+            println!("\nIssue 25's targets on this machine, from these pairs");
+            lines.iter().for_each(|line| println!("{line}"));
+        }
     }
 }
 
