@@ -18,8 +18,8 @@
 //! their operands in cache, 1.1× with them in L3 (PERFORMANCE.md §29); B was then copied
 //! into panels of its columns too. Since the loops prefetch B's rows (below), that copy
 //! made the feed-forward-in `dW` 4–7% slower on a Zen 4 (§45), so it went on AVX-512; on
-//! AVX2 a B of 256 columns or more is still copied, which made that `dW` 0.89× as long
-//! ([`own_arrangement`], §50).
+//! AVX2 a B of 256 columns or more is still copied, which made that `dW` 0.89–0.92× as
+//! long ([`own_arrangement`], §50).
 //!
 //! A B over 32 KiB does not stay in L1 between row tiles, so each tile's loop prefetches
 //! its rows [`PREFETCH_ROWS`] ahead of the row it multiplies: the d128 model's weight
@@ -194,8 +194,8 @@ unsafe fn multiply(
 /// Read in place, such a B's 16-column strip is one 64-byte line a row, rows 1 KiB or more
 /// apart, so a tile's walk down it falls into two of L1's sets, prefetched lines with it.
 /// Copied once per product, each panel row is a line of its own after the last: the d128
-/// model's feed-forward-in `dW` (`[128, 256]·[256, 512]` blocks) took 0.89× its time warm
-/// and 0.90× with its operands out of cache, on a Zen 4 run as an AVX2 machine
+/// model's feed-forward-in `dW` (`[128, 256]·[256, 512]` blocks) took 0.89–0.92× its time
+/// warm and 0.90× with its operands out of cache, on a Zen 4 run as an AVX2 machine
 /// (PERFORMANCE.md §50). On AVX-512, whose strip is two lines a row, the same copy made it
 /// 1.04–1.10× slower (§45, again in §50), so there B stays in place.
 #[cfg(target_arch = "x86_64")]
