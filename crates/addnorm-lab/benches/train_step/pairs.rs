@@ -86,6 +86,13 @@ pub fn median(values: impl IntoIterator<Item = f64>) -> f64 {
     }
 }
 
+/// The smallest and largest of `values` (infinities of the wrong sign if empty).
+pub fn range(values: &[f64]) -> (f64, f64) {
+    let low = values.iter().copied().fold(f64::INFINITY, f64::min);
+    let high = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    (low, high)
+}
+
 /// The table's header line, `theirs` naming the other column (`torch`, `other`).
 pub fn header(theirs: &str) -> String {
     format!(
@@ -106,8 +113,7 @@ pub fn row(name: &str, theirs: &str, pairs: &[Pair]) -> String {
         return format!("{name:<22} {:>6} ({theirs} is not at hand)", 0);
     }
     let ratios: Vec<f64> = pairs.iter().map(|p| p.ratio()).collect();
-    let low = ratios.iter().copied().fold(f64::INFINITY, f64::min);
-    let high = ratios.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let (low, high) = range(&ratios);
     let faster = ratios.iter().filter(|&&r| r > 1.0).count();
     format!(
         "{name:<22} {:>6} {:>8.2} ms {:>8.2} ms {:>11.2}× {:>15} {:>12}",

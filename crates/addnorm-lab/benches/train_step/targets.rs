@@ -18,7 +18,7 @@
 //! # Shapes
 //! A table: one line a model for the first target, then one a d128 target.
 
-use super::pairs::{Pair, median};
+use super::pairs::{Pair, median, range};
 
 /// The model whose step the two d128 targets are about.
 pub const D128: &str = "d128 T128 (LayerNorm)";
@@ -42,13 +42,6 @@ pub struct Measured<'a> {
 /// "met" or "not met".
 fn verdict(met: bool) -> &'static str {
     if met { "met" } else { "not met" }
-}
-
-/// The smallest and largest of `values`.
-fn range(values: &[f64]) -> (f64, f64) {
-    let low = values.iter().copied().fold(f64::INFINITY, f64::min);
-    let high = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    (low, high)
 }
 
 /// One line of the table: the target, the median, the pairs' range, the verdict.
@@ -82,8 +75,9 @@ pub fn lines(models: &[Measured<'_>], peak: Option<f64>) -> Vec<String> {
     let Some(d128) = measured.iter().find(|m| m.name == D128) else {
         return lines;
     };
-    let times: Vec<f64> = ratios(d128).iter().map(|r| 1.0 / r).collect();
-    let ((low, high), time) = (range(&times), 1.0 / median(ratios(d128)));
+    let d128_ratios = ratios(d128);
+    let times: Vec<f64> = d128_ratios.iter().map(|r| 1.0 / r).collect();
+    let ((low, high), time) = (range(&times), 1.0 / median(d128_ratios));
     lines.push(line(
         &format!("{D128}: yours / torch at most {D128_TIME}"),
         format!("{time:.2}×"),
