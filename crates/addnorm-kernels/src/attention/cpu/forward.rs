@@ -23,13 +23,13 @@
 //! - `q`, `k`, `v`, `output`: `[batch, T, d_model]`; `lse`: `[batch, heads, T]`
 
 use super::{
-    Cut, Gemm, QUERY_BLOCK, SharedBuffer, Strided, larger, max_of_visible, query_blocks, run_tasks,
-    vector_extent,
+    Cut, Gemm, LANES, QUERY_BLOCK, SharedBuffer, Strided, larger, max_of_visible, query_blocks,
+    run_tasks, vector_extent,
 };
 use crate::attention::spec::{AttentionSpec, HeadLayout};
 use crate::cpu::aligned::Aligned;
 use crate::cpu::dispatch::vectorized;
-use crate::cpu::real::sum_map;
+use crate::cpu::real::sum_lanes;
 use crate::cpu::reused::Reused;
 
 /// One query block of one head: `(b·heads + h, i0, i1)`.
@@ -238,9 +238,15 @@ impl<E: Gemm> Call<'_, E> {
 ///
 /// The exponentials and the scaling run over the visible keys rounded up to whole
 /// vectors ([`vector_extent`]), and the sum over the whole row with its masked elements
-/// already 0: [`sum_map`] adds element `j` into lane `j mod 16` in
+/// already 0: [`sum_map`](crate::cpu::real::sum_map) adds element `j` into lane `j mod 16` in
 /// order of `j`, and adding `+0` changes no partial sum, so every bit is that of a loop
 /// over the visible keys alone.
+///
+/// The rows go through three passes (the block's maxima, then its exponentials and sums,
+/// then its probabilities) rather than one row at a time: a row's exponentials wait on its
+/// maximum's lane tree, and its scaling on its sum's tree and a division, and with one row
+/// at a time nothing else was ready to run meanwhile. Each row's operations are the same;
+/// the d128 model's forward took 0.93× the time (PERFORMANCE.md §51).
 #[inline(always)]
 fn softmax_rows<E: Gemm>(
     scores: &mut [E],
@@ -250,19 +256,28 @@ fn softmax_rows<E: Gemm>(
     cap: Option<E>,
     visible: impl Fn(usize) -> usize,
 ) -> E {
-    let mut max_logit = E::from_f64(f64::NEG_INFINITY);
-    for (r, (row, lse)) in scores.chunks_exact_mut(stride).zip(lse).enumerate() {
+    let rows = scores.len() / stride;
+    debug_assert!(rows <= QUERY_BLOCK && lse.len() == rows);
+    let (mut maxima, mut sums) = ([E::ZERO; QUERY_BLOCK], [E::ZERO; QUERY_BLOCK]);
+    // Pass 1: each row's largest visible logit.
+    for (r, row) in scores.chunks_exact_mut(stride).enumerate() {
         let seen = visible(i0 + r);
         if let Some(c) = cap {
             soft_cap(&mut row[..seen], c);
         }
-        let m = max_of_visible(row, seen);
+        maxima[r] = max_of_visible(row, seen);
+    }
+    // Pass 2: the exponentials, the masked keys set to 0, and the row sums.
+    for (r, row) in scores.chunks_exact_mut(stride).enumerate() {
+        let seen = visible(i0 + r);
+        sums[r] = exp_sum(row, seen, maxima[r]);
+    }
+    // Pass 3: the probabilities and the log-sum-exp.
+    let mut max_logit = E::from_f64(f64::NEG_INFINITY);
+    for (r, (row, lse)) in scores.chunks_exact_mut(stride).zip(lse).enumerate() {
+        let (m, l) = (maxima[r], sums[r]);
+        let seen = visible(i0 + r);
         let whole = vector_extent(seen, row.len());
-        for s in row[..whole].iter_mut() {
-            *s = (*s - m).exp();
-        }
-        row[seen..].fill(E::ZERO);
-        let l = sum_map(row, |p| p);
         let inv = E::ONE / l;
         for p in row[..whole].iter_mut() {
             *p = *p * inv;
@@ -275,6 +290,43 @@ fn softmax_rows<E: Gemm>(
         max_logit = larger(max_logit, m);
     }
     max_logit
+}
+
+/// `row[j] ← exp(row[j] − m)` for the `seen` visible keys, 0 for the rest of the row;
+/// returns the row's sum with the bits of [`sum_map`](crate::cpu::real::sum_map) over the whole row: each whole
+/// vector's values are added to the lanes as they are written, the masked ones as 0.
+#[inline(always)]
+pub(super) fn exp_sum<E: Gemm>(row: &mut [E], seen: usize, m: E) -> E {
+    let whole = vector_extent(seen, row.len());
+    let (body, rest) = row.split_at_mut(whole);
+    rest.fill(E::ZERO);
+    let mut lanes = [E::ZERO; LANES];
+    let mut blocks = body.chunks_exact_mut(LANES);
+    for (b, block) in (&mut blocks).enumerate() {
+        let values: [E; LANES] = core::array::from_fn(|l| (block[l] - m).exp());
+        let values: [E; LANES] = core::array::from_fn(|l| {
+            if b * LANES + l < seen {
+                values[l]
+            } else {
+                E::ZERO
+            }
+        });
+        block.copy_from_slice(&values);
+        for (lane, v) in lanes.iter_mut().zip(values) {
+            *lane += v;
+        }
+    }
+    let tail = blocks.into_remainder();
+    let first = whole - tail.len();
+    for (l, p) in tail.iter_mut().enumerate() {
+        *p = if first + l < seen {
+            (*p - m).exp()
+        } else {
+            E::ZERO
+        };
+        lanes[l] += *p;
+    }
+    sum_lanes(lanes)
 }
 
 /// `s ← c·tanh(s/c)` for every logit of `row`.

@@ -449,6 +449,46 @@ fn the_visible_maximum_has_the_bits_of_max_of() {
     }
 }
 
+/// A row's exponentials and sum in one pass (`exp_sum`) against the loop they replaced:
+/// `exp(s − m)` over the visible keys rounded up to whole vectors, the rest of the row set
+/// to 0, then `sum_map` over the whole row. Same bits, with junk (NaN, ±∞) past the
+/// visible keys, on padded rows and on rows that are not whole vectors (the tests' `Cut`).
+#[test]
+fn exponentials_and_sums_in_one_pass_have_the_bits_of_two() {
+    let junk = [f32::NAN, f32::INFINITY, f32::NEG_INFINITY, 1e30];
+    for len in [16, 17, 40, 128] {
+        for seen in 1..=len {
+            let row: Vec<f32> = (0..len)
+                .map(|j| match j >= seen {
+                    true => junk[j % junk.len()],
+                    false => ((j * 37 + seen * 11) % 29) as f32 * 0.37 - 5.0,
+                })
+                .collect();
+            let m = super::max_of(&row[..seen]);
+            let mut expected = row.clone();
+            let whole = super::vector_extent(seen, len);
+            for s in expected[..whole].iter_mut() {
+                *s = crate::cpu::exp::exp_f32(*s - m);
+            }
+            expected[seen..].fill(0.0);
+            let expected_sum = crate::cpu::real::sum_map(&expected, |p| p);
+            let mut got = row.clone();
+            let sum = super::forward::exp_sum(&mut got, seen, m);
+            let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert_eq!(
+                bits(&got),
+                bits(&expected),
+                "len {len}, seen {seen}: the row"
+            );
+            assert_eq!(
+                sum.to_bits(),
+                expected_sum.to_bits(),
+                "len {len}, seen {seen}"
+            );
+        }
+    }
+}
+
 /// With the logit scale 0, `dK = 0·dSᵀ·Q` is a sum of zeros that starts from `+0`, so
 /// every element of it is `+0`, also where `dSᵀ·Q` is negative (`0·p = −0` would be
 /// its bits if the first block wrote `α·p` alone; see `key_beta`). Over NaN-filled

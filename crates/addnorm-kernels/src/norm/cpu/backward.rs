@@ -1,6 +1,6 @@
-//! The fused backward kernel: dx, dγ and dβ in one visit of each row of `x` and `dy`, rows
-//! in parallel, dγ/dβ summed per task and reduced once at the end (no atomics, no second
-//! pass over the tensor).
+//! The fused backward kernel: dx, dγ and dβ in one visit of each row of `x` and `dy` (eight
+//! rows at a time, their row sums first), rows in parallel, dγ/dβ summed per task and
+//! reduced once at the end (no atomics, no second pass over the tensor).
 //!
 //! # Formula
 //! With `c_j`, `r`, `d`, `k` as in [`super::plan`] (recomputed from `x` and the saved shift),
@@ -33,7 +33,7 @@ use crate::cpu::parallel::{self, ChunksMut, chunk};
 
 use super::plan::{RowPlan, rows_per_task};
 use crate::cpu::dispatch::vectorized;
-use crate::cpu::real::{LANES, Real, add_into, sum_map};
+use crate::cpu::real::{LANES, Real, add_into, sum_lanes, sum_map};
 
 /// The per-feature parameter gradients of one call: `Σ_rows dy·ĉ` and `Σ_rows dy`.
 #[derive(Clone, Debug, PartialEq)]
@@ -119,14 +119,16 @@ fn run<E: Real>(
         vectorized(
             #[inline(always)]
             || {
-                let rows = grad.chunks_exact_mut(n).zip(x.chunks_exact(n));
-                let stats = shift.iter().zip(rstd);
-                for (i, ((grad, x), (&shift, &rstd))) in rows.zip(stats).enumerate() {
+                let groups = grad
+                    .chunks_mut(ROW_GROUP * n)
+                    .zip(x.chunks(ROW_GROUP * n))
+                    .zip(shift.chunks(ROW_GROUP).zip(rstd.chunks(ROW_GROUP)));
+                for (g, ((grad, x), (shift, rstd))) in groups.enumerate() {
                     if let Some(dy) = dy {
-                        let start = first + i * n;
-                        grad.copy_from_slice(&dy[start..start + n]);
+                        let start = first + g * ROW_GROUP * n;
+                        grad.copy_from_slice(&dy[start..start + grad.len()]);
                     }
-                    backward_row(plan, x, gamma, shift, rstd, grad, &mut sums);
+                    backward_rows(plan, x, gamma, (shift, rstd), grad, &mut sums);
                 }
             },
         );
@@ -156,23 +158,48 @@ fn run<E: Real>(
     total
 }
 
-/// One row: `grad` holds the row's dy on entry and its dx on return; adds the row's dγ/dβ
-/// contributions to `sums`.
+/// Rows processed a pass at a time: the row sums of up to this many rows, then their dx.
+/// A row's dx waits on its two sums' lane trees; with the rows' sums first, the next
+/// rows' work overlaps that wait (PERFORMANCE.md §51). The same operations on each row,
+/// and dγ/dβ summed in row order, so the same bits.
+const ROW_GROUP: usize = 8;
+
+/// Up to [`ROW_GROUP`] rows: `grad` holds their dy on entry and their dx on return; adds
+/// their dγ/dβ contributions to `sums` in row order.
 #[inline(always)]
-fn backward_row<E: Real>(
+fn backward_rows<E: Real>(
     plan: &RowPlan<E>,
     x: &[E],
     gamma: &[E],
-    shift: E,
-    rstd: E,
+    (shift, rstd): (&[E], &[E]),
     grad: &mut [E],
     sums: &mut FeatureGrads<E>,
 ) {
-    let dy: &[E] = grad;
+    let n = plan.n;
+    let mut terms = [(E::ZERO, E::ZERO); ROW_GROUP];
+    let rows = grad.chunks_exact(n).zip(x.chunks_exact(n));
+    for (r, (dy, x)) in rows.enumerate() {
+        terms[r] = row_terms(plan, x, dy, gamma, (shift[r], rstd[r]), sums);
+    }
+    let rows = grad.chunks_exact_mut(n).zip(x.chunks_exact(n));
+    for (r, (grad, x)) in rows.enumerate() {
+        row_dx(plan, x, gamma, (shift[r], rstd[r]), terms[r], grad);
+    }
+}
+
+/// One row's pass 1 (the row is now in cache): the row sums A and B, turned into dx's
+/// mean and variance terms, and the row's dγ/dβ contributions added to `sums`.
+#[inline(always)]
+fn row_terms<E: Real>(
+    plan: &RowPlan<E>,
+    x: &[E],
+    dy: &[E],
+    gamma: &[E],
+    (shift, rstd): (E, E),
+    sums: &mut FeatureGrads<E>,
+) -> (E, E) {
     let pivot = plan.pivot(x);
     let centred = |v: E| (v - pivot) - shift;
-
-    // Pass 1 (the row is now in cache): the row sums A, B and the dγ/dβ contributions.
     // Each block reads all it needs before it stores dγ and dβ, and A's and B's lanes are
     // new arrays rather than updated in place: with `dgamma[l] += …` among the loads, the
     // compiler could not prove the stores miss `x` and `dy`, and kept A's and B's lanes on
@@ -210,7 +237,7 @@ fn backward_row<E: Real>(
         *dgamma += dy * c * rstd;
         *dbeta += dy;
     }
-    let (a, b) = (lane_total(a), lane_total(b));
+    let (a, b) = (sum_lanes(a), sum_lanes(b));
 
     let variance = if plan.added_to_std {
         // Recomputed rather than saved: the row is in cache, and deriving σ² back from r
@@ -229,8 +256,22 @@ fn backward_row<E: Real>(
     };
     let variance_term =
         b * plan.rstd_derivative(rstd, variance) * (plan.inv_divisor + plan.inv_divisor);
+    (mean_term, variance_term)
+}
 
-    // Pass 2: dx, over dy (each dy_j is read before dx_j is written).
+/// One row's pass 2: dx over dy (each dy_j is read before dx_j is written), from the
+/// row's `(mean_term, variance_term)`.
+#[inline(always)]
+fn row_dx<E: Real>(
+    plan: &RowPlan<E>,
+    x: &[E],
+    gamma: &[E],
+    (shift, rstd): (E, E),
+    (mean_term, variance_term): (E, E),
+    grad: &mut [E],
+) {
+    let pivot = plan.pivot(x);
+    let centred = |v: E| (v - pivot) - shift;
     let k = plan.k;
     let (head, tail) = grad.split_at_mut(k);
     for ((g, &x), &gamma) in head.iter_mut().zip(&x[..k]).zip(&gamma[..k]) {
@@ -239,12 +280,6 @@ fn backward_row<E: Real>(
     for (g, &gamma) in tail.iter_mut().zip(&gamma[k..]) {
         *g = rstd * (*g * gamma);
     }
-}
-
-/// Adds the lanes of a partial sum pairwise.
-#[inline(always)]
-fn lane_total<E: Real>(lanes: [E; LANES]) -> E {
-    sum_map(&lanes, |v| v)
 }
 
 #[cfg(test)]

@@ -1,5 +1,5 @@
 //! The fused forward kernel: statistics, normalization and the affine map of each row in
-//! one visit, rows in parallel.
+//! one visit (eight rows at a time, their statistics first), rows in parallel.
 //!
 //! # Formula
 //! Per row (see [`super::plan`] for `p`, `s`, `c`, `r`):
@@ -73,9 +73,12 @@ pub fn forward<E: Real>(
         vectorized(
             #[inline(always)]
             || {
-                let rows = y.chunks_exact_mut(n).zip(x.chunks_exact(n));
-                for ((y, x), (shift, rstd)) in rows.zip(shift.iter_mut().zip(rstd)) {
-                    (*shift, *rstd) = normalize_row(plan, x, gamma, beta, y);
+                let groups = y
+                    .chunks_mut(ROW_GROUP * n)
+                    .zip(x.chunks(ROW_GROUP * n))
+                    .zip(shift.chunks_mut(ROW_GROUP).zip(rstd.chunks_mut(ROW_GROUP)));
+                for ((y, x), (shift, rstd)) in groups {
+                    normalize_rows(plan, x, (gamma, beta), y, (shift, rstd));
                 }
             },
         )
@@ -95,19 +98,32 @@ pub fn forward<E: Real>(
     });
 }
 
-/// One row: returns its shift `s` and `r`.
+/// Rows normalized a pass at a time: the statistics of up to this many rows, then their
+/// outputs. A row's output waits on its statistics' two lane trees, the square root and
+/// the division; with the rows' statistics first, the next rows' sums overlap that wait
+/// (PERFORMANCE.md §51). Each row's operations are the same, so are its bits.
+const ROW_GROUP: usize = 8;
+
+/// Up to [`ROW_GROUP`] rows of `x` into `y`, their shifts `s` and `r` into `shift` and
+/// `rstd`.
 #[inline(always)]
-fn normalize_row<E: Real>(
+fn normalize_rows<E: Real>(
     plan: &RowPlan<E>,
     x: &[E],
-    gamma: &[E],
-    beta: &[E],
+    (gamma, beta): (&[E], &[E]),
     y: &mut [E],
-) -> (E, E) {
-    let (pivot, shift, variance) = plan.statistics(x);
-    let rstd = plan.rstd(variance);
-    for (((y, &x), &g), &b) in y.iter_mut().zip(x).zip(gamma).zip(beta) {
-        *y = ((x - pivot) - shift) * rstd * g + b;
+    (shift, rstd): (&mut [E], &mut [E]),
+) {
+    let n = plan.n;
+    for ((x, shift), rstd) in x.chunks_exact(n).zip(shift.iter_mut()).zip(rstd.iter_mut()) {
+        let (_, s, variance) = plan.statistics(x);
+        (*shift, *rstd) = (s, plan.rstd(variance));
     }
-    (shift, rstd)
+    let rows = y.chunks_exact_mut(n).zip(x.chunks_exact(n));
+    for ((y, x), (&shift, &rstd)) in rows.zip(shift.iter().zip(rstd.iter())) {
+        let pivot = plan.pivot(x);
+        for (((y, &x), &g), &b) in y.iter_mut().zip(x).zip(gamma).zip(beta) {
+            *y = ((x - pivot) - shift) * rstd * g + b;
+        }
+    }
 }
