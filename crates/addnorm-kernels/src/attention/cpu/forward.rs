@@ -238,9 +238,9 @@ impl<E: Gemm> Call<'_, E> {
 ///
 /// The exponentials and the scaling run over the visible keys rounded up to whole
 /// vectors ([`vector_extent`]), and the sum over the whole row with its masked elements
-/// already 0: [`sum_map`](crate::cpu::real::sum_map) adds element `j` into lane `j mod 16` in
-/// order of `j`, and adding `+0` changes no partial sum, so every bit is that of a loop
-/// over the visible keys alone.
+/// already 0: [`sum_map`](crate::cpu::real::sum_map) adds element `j` into lane
+/// `j mod 16` in order of `j`, and adding `+0` changes no partial sum, so every bit is
+/// that of a loop over the visible keys alone.
 ///
 /// The rows go through three passes (the block's maxima, then its exponentials and sums,
 /// then its probabilities) rather than one row at a time: a row's exponentials wait on its
@@ -293,8 +293,9 @@ fn softmax_rows<E: Gemm>(
 }
 
 /// `row[j] ← exp(row[j] − m)` for the `seen` visible keys, 0 for the rest of the row;
-/// returns the row's sum with the bits of [`sum_map`](crate::cpu::real::sum_map) over the whole row: each whole
-/// vector's values are added to the lanes as they are written, the masked ones as 0.
+/// returns the row's sum with the bits of [`sum_map`](crate::cpu::real::sum_map) over the
+/// whole row: each whole vector's values are added to the lanes as they are written, the
+/// masked ones as 0.
 #[inline(always)]
 pub(super) fn exp_sum<E: Gemm>(row: &mut [E], seen: usize, m: E) -> E {
     let whole = vector_extent(seen, row.len());

@@ -1,6 +1,6 @@
-//! The fused backward kernel: dx, dγ and dβ in one visit of each row of `x` and `dy` (eight
-//! rows at a time, their row sums first), rows in parallel, dγ/dβ summed per task and
-//! reduced once at the end (no atomics, no second pass over the tensor).
+//! The fused backward kernel: dx, dγ and dβ in one visit of each row of `x` and `dy`
+//! ([`ROW_GROUP`] rows at a time, their row sums first), rows in parallel, dγ/dβ summed per
+//! task and reduced once at the end (no atomics, no second pass over the tensor).
 //!
 //! # Formula
 //! With `c_j`, `r`, `d`, `k` as in [`super::plan`] (recomputed from `x` and the saved shift),
@@ -31,7 +31,7 @@
 
 use crate::cpu::parallel::{self, ChunksMut, chunk};
 
-use super::plan::{RowPlan, rows_per_task};
+use super::plan::{ROW_GROUP, RowPlan, rows_per_task};
 use crate::cpu::dispatch::vectorized;
 use crate::cpu::real::{LANES, Real, add_into, sum_lanes, sum_map};
 
@@ -157,12 +157,6 @@ fn run<E: Real>(
     }
     total
 }
-
-/// Rows processed a pass at a time: the row sums of up to this many rows, then their dx.
-/// A row's dx waits on its two sums' lane trees; with the rows' sums first, the next
-/// rows' work overlaps that wait (PERFORMANCE.md §51). The same operations on each row,
-/// and dγ/dβ summed in row order, so the same bits.
-const ROW_GROUP: usize = 8;
 
 /// Up to [`ROW_GROUP`] rows: `grad` holds their dy on entry and their dx on return; adds
 /// their dγ/dβ contributions to `sums` in row order.

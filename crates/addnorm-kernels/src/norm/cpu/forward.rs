@@ -1,5 +1,5 @@
 //! The fused forward kernel: statistics, normalization and the affine map of each row in
-//! one visit (eight rows at a time, their statistics first), rows in parallel.
+//! one visit ([`ROW_GROUP`] rows at a time, their statistics first), rows in parallel.
 //!
 //! # Formula
 //! Per row (see [`super::plan`] for `p`, `s`, `c`, `r`):
@@ -35,7 +35,7 @@
 
 use crate::cpu::parallel::{self, ChunksMut, chunk};
 
-use super::plan::{RowPlan, forward_rows_per_task};
+use super::plan::{ROW_GROUP, RowPlan, forward_rows_per_task};
 use crate::cpu::dispatch::vectorized;
 use crate::cpu::real::Real;
 
@@ -97,12 +97,6 @@ pub fn forward<E: Real>(
         task(ys.take(i), x, shifts.take(i), rstds.take(i));
     });
 }
-
-/// Rows normalized a pass at a time: the statistics of up to this many rows, then their
-/// outputs. A row's output waits on its statistics' two lane trees, the square root and
-/// the division; with the rows' statistics first, the next rows' sums overlap that wait
-/// (PERFORMANCE.md §51). Each row's operations are the same, so are its bits.
-const ROW_GROUP: usize = 8;
 
 /// Up to [`ROW_GROUP`] rows of `x` into `y`, their shifts `s` and `r` into `shift` and
 /// `rstd`.
