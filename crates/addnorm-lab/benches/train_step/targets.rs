@@ -46,7 +46,12 @@ fn verdict(met: bool) -> &'static str {
 
 /// One line of the table: the target, the median, the pairs' range, the verdict.
 fn line(target: &str, median: String, range: String, met: bool) -> String {
-    format!("{target:<58} {median:>8} {range:>13} {:>8}", verdict(met))
+    columns(target, &median, &range, verdict(met))
+}
+
+/// The table's four columns, as wide as the header's.
+fn columns(target: &str, median: &str, range: &str, verdict: &str) -> String {
+    format!("{target:<58} {median:>8} {range:>13} {verdict:>8}")
 }
 
 /// The table of where the targets stand (a header, then a line a target), or nothing when
@@ -58,9 +63,11 @@ pub fn lines(models: &[Measured<'_>], peak: Option<f64>) -> Vec<String> {
         return vec![];
     }
     let ratios = |m: &Measured<'_>| m.pairs.iter().map(|p| p.ratio()).collect::<Vec<f64>>();
-    let mut lines = vec![format!(
-        "{:<58} {:>8} {:>13} {:>8}",
-        "target (medians of the pairs; the verdict by the median)", "median", "range", "verdict"
+    let mut lines = vec![columns(
+        "target (medians of the pairs; the verdict by the median)",
+        "median",
+        "range",
+        "verdict",
     )];
     for m in &measured {
         let r = ratios(m);
